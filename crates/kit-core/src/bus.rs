@@ -1,0 +1,514 @@
+//! The event bus: bounded, lossless, one dispatcher thread fanning out to every collector.
+//!
+//! Producers (tests) [`publish`](Bus::publish) events into a bounded crossbeam channel. When the
+//! channel is full the producer blocks until the dispatcher catches up: a slow collector slows
+//! the tests down, it never loses an event. One dispatcher thread hands each event, by
+//! reference, to every collector in registration order.
+//!
+//! [`flush`](Bus::flush) is a handshake: it puts a marker in the channel behind everything the
+//! caller sent, and returns once the dispatcher has reached the marker and every collector has
+//! returned from [`Collector::flush`]. A test flushes before it returns, which is what makes its
+//! events durable in the archive before the next test (or a `kill -9`) comes.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread;
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded};
+
+use crate::collector::{Collector, CollectorError};
+use crate::event::Event;
+use crate::panic::panic_message;
+
+/// The bus failed to deliver or to complete a flush.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BusError {
+    /// The dispatcher is gone (the bus was shut down); the event or flush was not delivered.
+    #[error("the event bus is shut down; {lost} event(s) could not be delivered")]
+    Closed {
+        /// How many events this call could not deliver.
+        lost: u64,
+    },
+    /// A flush did not complete in time: some collector is stuck.
+    #[error("the event bus did not finish flushing within {0:?}; a collector is stuck")]
+    FlushTimedOut(Duration),
+    /// One or more collectors failed since the previous flush.
+    #[error("{}", join_errors(.0))]
+    Collectors(Vec<CollectorError>),
+}
+
+fn join_errors(errors: &[CollectorError]) -> String {
+    errors
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Counters of a bus, for benchmarks and diagnostics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BusStats {
+    /// Events accepted by [`Bus::publish`].
+    pub published: u64,
+    /// Events the dispatcher handed to the collectors.
+    pub dispatched: u64,
+}
+
+enum Message {
+    Event(Event),
+    Flush(Sender<Vec<CollectorError>>),
+    Register(Box<dyn Collector>),
+    Shutdown(Sender<Vec<CollectorError>>),
+}
+
+/// Builds a [`Bus`].
+#[must_use]
+pub struct BusBuilder {
+    capacity: usize,
+    flush_timeout: Duration,
+    collectors: Vec<Box<dyn Collector>>,
+}
+
+impl Default for BusBuilder {
+    fn default() -> Self {
+        BusBuilder {
+            capacity: 16 * 1024,
+            flush_timeout: Duration::from_secs(120),
+            collectors: Vec::new(),
+        }
+    }
+}
+
+impl BusBuilder {
+    /// How many messages the channel holds before producers wait (default 16 384).
+    pub fn capacity(mut self, capacity: usize) -> Self {
+        self.capacity = capacity.max(1);
+        self
+    }
+
+    /// How long [`Bus::flush`] waits before giving up with [`BusError::FlushTimedOut`]
+    /// (default two minutes: long enough for a slow disk, short enough that a stuck
+    /// collector fails the run instead of hanging it).
+    pub fn flush_timeout(mut self, timeout: Duration) -> Self {
+        self.flush_timeout = timeout;
+        self
+    }
+
+    /// Adds a collector; collectors see events in the order they were added.
+    pub fn collector(mut self, collector: impl Collector) -> Self {
+        self.collectors.push(Box::new(collector));
+        self
+    }
+
+    /// Adds boxed collectors.
+    pub fn collectors(mut self, collectors: impl IntoIterator<Item = Box<dyn Collector>>) -> Self {
+        self.collectors.extend(collectors);
+        self
+    }
+
+    /// Starts the dispatcher thread and returns the bus.
+    pub fn start(self) -> Bus {
+        let (tx, rx) = bounded(self.capacity);
+        let stats = Arc::new(Counters::default());
+        let dispatcher_stats = Arc::clone(&stats);
+        let slots = self.collectors.into_iter().map(Slot::new).collect();
+        let spawned = thread::Builder::new()
+            .name("kit-bus".into())
+            .spawn(move || dispatch(rx, slots, &dispatcher_stats));
+        // If the thread cannot be spawned the receiver is dropped with the closure, so every
+        // publish reports `Closed` instead of blocking forever.
+        drop(spawned);
+        Bus {
+            inner: Arc::new(Inner {
+                tx,
+                stats,
+                flush_timeout: self.flush_timeout,
+            }),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Counters {
+    published: AtomicU64,
+    dispatched: AtomicU64,
+}
+
+struct Inner {
+    tx: Sender<Message>,
+    stats: Arc<Counters>,
+    flush_timeout: Duration,
+}
+
+/// A handle to the event bus; clones share one bus.
+///
+/// ```
+/// use kit_core::{Bus, RecordingCollector};
+///
+/// let recording = RecordingCollector::new();
+/// let bus = Bus::builder().collector(recording.clone()).start();
+/// bus.flush().unwrap();
+/// let stats = bus.shutdown().unwrap();
+/// assert_eq!(stats.published, 0);
+/// ```
+#[derive(Clone)]
+pub struct Bus {
+    inner: Arc<Inner>,
+}
+
+impl Bus {
+    /// A builder with the default capacity and flush timeout.
+    pub fn builder() -> BusBuilder {
+        BusBuilder::default()
+    }
+
+    /// Sends an event to every collector. Blocks while the bus is full; never drops.
+    pub fn publish(&self, event: Event) -> Result<(), BusError> {
+        self.inner
+            .tx
+            .send(Message::Event(event))
+            .map_err(|_| BusError::Closed { lost: 1 })?;
+        self.inner.stats.published.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Adds a collector while the bus runs; it sees every event published after this call.
+    pub fn register(&self, collector: impl Collector) -> Result<(), BusError> {
+        self.inner
+            .tx
+            .send(Message::Register(Box::new(collector)))
+            .map_err(|_| BusError::Closed { lost: 0 })
+    }
+
+    /// Waits until every collector has handled every event this thread published before the
+    /// call, and has flushed. Reports collector failures seen since the previous flush.
+    pub fn flush(&self) -> Result<(), BusError> {
+        let (reply, answer) = bounded(1);
+        self.inner
+            .tx
+            .send_timeout(Message::Flush(reply), self.inner.flush_timeout)
+            .map_err(|e| match e {
+                crossbeam_channel::SendTimeoutError::Timeout(_) => {
+                    BusError::FlushTimedOut(self.inner.flush_timeout)
+                }
+                crossbeam_channel::SendTimeoutError::Disconnected(_) => BusError::Closed { lost: 0 },
+            })?;
+        wait_for(&answer, self.inner.flush_timeout)
+    }
+
+    /// Delivers everything still queued, calls [`Collector::finish`] on every collector and
+    /// stops the dispatcher. Later publishes fail with [`BusError::Closed`].
+    pub fn shutdown(&self) -> Result<BusStats, BusError> {
+        let (reply, answer) = bounded(1);
+        self.inner
+            .tx
+            .send(Message::Shutdown(reply))
+            .map_err(|_| BusError::Closed { lost: 0 })?;
+        wait_for(&answer, self.inner.flush_timeout)?;
+        Ok(self.stats())
+    }
+
+    /// Counters of published and dispatched events.
+    pub fn stats(&self) -> BusStats {
+        BusStats {
+            published: self.inner.stats.published.load(Ordering::Relaxed),
+            dispatched: self.inner.stats.dispatched.load(Ordering::Relaxed),
+        }
+    }
+}
+
+fn wait_for(answer: &Receiver<Vec<CollectorError>>, timeout: Duration) -> Result<(), BusError> {
+    match answer.recv_timeout(timeout) {
+        Ok(errors) if errors.is_empty() => Ok(()),
+        Ok(errors) => Err(BusError::Collectors(errors)),
+        Err(RecvTimeoutError::Timeout) => Err(BusError::FlushTimedOut(timeout)),
+        Err(RecvTimeoutError::Disconnected) => Err(BusError::Closed { lost: 0 }),
+    }
+}
+
+struct Slot {
+    collector: Box<dyn Collector>,
+    name: String,
+    /// Set once the collector panicked: it receives nothing more.
+    dead: bool,
+}
+
+impl Slot {
+    fn new(collector: Box<dyn Collector>) -> Self {
+        let name = collector.name().into_owned();
+        Slot {
+            collector,
+            name,
+            dead: false,
+        }
+    }
+
+    /// Runs one hook, turning a panic into an error and taking the collector off the bus.
+    fn guarded(
+        &mut self,
+        errors: &mut Vec<CollectorError>,
+        hook: impl FnOnce(&mut dyn Collector) -> Result<(), CollectorError>,
+    ) {
+        if self.dead {
+            return;
+        }
+        match catch_unwind(AssertUnwindSafe(|| hook(&mut *self.collector))) {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => errors.push(e),
+            Err(payload) => {
+                self.dead = true;
+                errors.push(CollectorError::new(
+                    self.name.clone(),
+                    format!(
+                        "panicked: {}; it receives no further events",
+                        panic_message(&*payload)
+                    ),
+                ));
+            }
+        }
+    }
+}
+
+fn dispatch(rx: Receiver<Message>, mut slots: Vec<Slot>, stats: &Counters) {
+    // Errors are held until the next flush or shutdown reports them.
+    let mut errors = Vec::new();
+    let finish = |slots: &mut Vec<Slot>, errors: &mut Vec<CollectorError>| {
+        for slot in slots.iter_mut() {
+            slot.guarded(errors, |c| c.finish());
+        }
+    };
+    for message in rx.iter() {
+        match message {
+            Message::Event(event) => {
+                for slot in &mut slots {
+                    slot.guarded(&mut errors, |c| {
+                        c.on_event(&event);
+                        Ok(())
+                    });
+                }
+                stats.dispatched.fetch_add(1, Ordering::Relaxed);
+            }
+            Message::Flush(reply) => {
+                for slot in &mut slots {
+                    slot.guarded(&mut errors, |c| c.flush());
+                }
+                // The flusher may have timed out and gone; nothing else to do then.
+                let _ = reply.send(std::mem::take(&mut errors));
+            }
+            Message::Register(collector) => slots.push(Slot::new(collector)),
+            Message::Shutdown(reply) => {
+                finish(&mut slots, &mut errors);
+                let _ = reply.send(std::mem::take(&mut errors));
+                return;
+            }
+        }
+    }
+    // Every handle is gone: nobody can ask for errors any more, but collectors still get to
+    // write what they hold.
+    finish(&mut slots, &mut errors);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collector::RecordingCollector;
+    use crate::event::*;
+    use std::time::Instant;
+
+    fn event(test: TestId, sequence: u64) -> Event {
+        Event {
+            run_id: RunId::new("r").unwrap(),
+            test_id: test,
+            id: EventId::generate(),
+            parent_id: None,
+            sequence,
+            timestamp: Timestamp::now(),
+            kind: EventKind::Observation(Observation::new("x", Attributes::new())),
+        }
+    }
+
+    /// One million events from eight threads through three collectors: every collector gets
+    /// every event, in order per sending thread.
+    #[test]
+    fn a_million_events_from_eight_threads_reach_three_collectors_in_order() {
+        const THREADS: u64 = 8;
+        const PER_THREAD: u64 = 125_000;
+        let recordings: Vec<RecordingCollector> = (0..3).map(|_| RecordingCollector::new()).collect();
+        let bus = Bus::builder()
+            .capacity(1024)
+            .collectors(
+                recordings
+                    .iter()
+                    .map(|r| Box::new(r.clone()) as Box<dyn Collector>),
+            )
+            .start();
+        let threads: Vec<_> = (0..THREADS)
+            .map(|_| {
+                let bus = bus.clone();
+                thread::spawn(move || {
+                    let test = TestId::generate();
+                    for seq in 0..PER_THREAD {
+                        bus.publish(event(test, seq)).unwrap();
+                    }
+                    test
+                })
+            })
+            .collect();
+        let tests: Vec<TestId> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        bus.flush().unwrap();
+        for recording in &recordings {
+            let events = recording.take();
+            assert_eq!(events.len() as u64, THREADS * PER_THREAD);
+            for test in &tests {
+                let seqs: Vec<u64> = events
+                    .iter()
+                    .filter(|e| e.test_id == *test)
+                    .map(|e| e.sequence)
+                    .collect();
+                assert_eq!(seqs.len() as u64, PER_THREAD);
+                assert!(seqs.iter().copied().eq(0..PER_THREAD), "out of order for {test}");
+            }
+        }
+        let stats = bus.shutdown().unwrap();
+        assert_eq!(stats.published, THREADS * PER_THREAD);
+        assert_eq!(stats.dispatched, THREADS * PER_THREAD);
+    }
+
+    struct Slow(Arc<AtomicU64>);
+    impl Collector for Slow {
+        fn on_event(&mut self, _: &Event) {
+            thread::sleep(Duration::from_millis(2));
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn a_slow_collector_slows_producers_and_loses_nothing() {
+        let seen = Arc::new(AtomicU64::new(0));
+        let bus = Bus::builder()
+            .capacity(2)
+            .collector(Slow(Arc::clone(&seen)))
+            .start();
+        let test = TestId::generate();
+        let started = Instant::now();
+        for seq in 0..20 {
+            bus.publish(event(test, seq)).unwrap();
+        }
+        // With room for two, the producer must have waited for most of the 20 × 2 ms.
+        assert!(started.elapsed() >= Duration::from_millis(30));
+        bus.flush().unwrap();
+        assert_eq!(seen.load(Ordering::SeqCst), 20);
+    }
+
+    struct FlushCounter(Arc<AtomicU64>, Arc<AtomicU64>);
+    impl Collector for FlushCounter {
+        fn on_event(&mut self, _: &Event) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+        fn flush(&mut self) -> Result<(), CollectorError> {
+            self.1.store(self.0.load(Ordering::SeqCst), Ordering::SeqCst);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn flush_returns_after_every_earlier_event_was_handled_and_flushed() {
+        let seen = Arc::new(AtomicU64::new(0));
+        let at_flush = Arc::new(AtomicU64::new(0));
+        let bus = Bus::builder()
+            .collector(Slow(Arc::new(AtomicU64::new(0))))
+            .collector(FlushCounter(Arc::clone(&seen), Arc::clone(&at_flush)))
+            .start();
+        let test = TestId::generate();
+        for seq in 0..10 {
+            bus.publish(event(test, seq)).unwrap();
+        }
+        bus.flush().unwrap();
+        assert_eq!(at_flush.load(Ordering::SeqCst), 10);
+    }
+
+    struct Panics;
+    impl Collector for Panics {
+        fn on_event(&mut self, _: &Event) {
+            panic!("collector bug");
+        }
+        fn name(&self) -> std::borrow::Cow<'_, str> {
+            "panics".into()
+        }
+    }
+
+    #[test]
+    fn a_panicking_collector_is_reported_once_and_the_others_carry_on() {
+        let recording = RecordingCollector::new();
+        let bus = Bus::builder()
+            .collector(Panics)
+            .collector(recording.clone())
+            .start();
+        let test = TestId::generate();
+        bus.publish(event(test, 0)).unwrap();
+        bus.publish(event(test, 1)).unwrap();
+        let err = bus.flush().unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("panics") && text.contains("collector bug"),
+            "{text}"
+        );
+        assert_eq!(recording.len(), 2);
+        bus.publish(event(test, 2)).unwrap();
+        bus.flush().unwrap();
+        assert_eq!(recording.len(), 3);
+    }
+
+    struct Stuck;
+    impl Collector for Stuck {
+        fn on_event(&mut self, _: &Event) {}
+        fn flush(&mut self) -> Result<(), CollectorError> {
+            thread::sleep(Duration::from_millis(500));
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_stuck_collector_makes_flush_time_out_instead_of_hanging() {
+        let bus = Bus::builder()
+            .flush_timeout(Duration::from_millis(50))
+            .collector(Stuck)
+            .start();
+        assert!(matches!(bus.flush(), Err(BusError::FlushTimedOut(_))));
+    }
+
+    #[test]
+    fn after_shutdown_publish_reports_closed() {
+        let recording = RecordingCollector::new();
+        let bus = Bus::builder().collector(recording.clone()).start();
+        bus.publish(event(TestId::generate(), 0)).unwrap();
+        bus.shutdown().unwrap();
+        assert_eq!(recording.len(), 1);
+        // The dispatcher drops its receiver when it returns; give it a moment.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            match bus.publish(event(TestId::generate(), 0)) {
+                Err(BusError::Closed { lost: 1 }) => break,
+                Ok(()) if Instant::now() < deadline => thread::sleep(Duration::from_millis(1)),
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn collectors_registered_late_see_later_events() {
+        let early = RecordingCollector::new();
+        let late = RecordingCollector::new();
+        let bus = Bus::builder().collector(early.clone()).start();
+        let test = TestId::generate();
+        bus.publish(event(test, 0)).unwrap();
+        bus.register(late.clone()).unwrap();
+        bus.publish(event(test, 1)).unwrap();
+        bus.flush().unwrap();
+        assert_eq!(early.len(), 2);
+        assert_eq!(late.len(), 1);
+    }
+}

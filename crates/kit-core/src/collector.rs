@@ -1,0 +1,264 @@
+//! The [`Collector`] trait: what consumes the bus.
+
+use std::borrow::Cow;
+use std::error::Error as StdError;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use crate::event::{Event, EventId, EventKind, TestId};
+
+/// Consumes events from the bus.
+///
+/// The bus calls a collector from its one dispatcher thread, so a collector needs no locking
+/// of its own. Every event reaches every collector exactly once, and the events of one test
+/// arrive in the order they were sent. A collector must be a deterministic function of the
+/// events it sees: the same collector replayed over an archive by `kit-cli` must come to the
+/// same result as it did live.
+///
+/// Only [`on_event`](Collector::on_event) is required; the other hooks default to doing
+/// nothing.
+///
+/// A collector that panics is taken off the bus (the others carry on) and its panic is reported
+/// by the next [`Bus::flush`](crate::Bus::flush).
+///
+/// ```
+/// use kit_core::{Collector, Event, EventKind};
+///
+/// /// Counts finished tests.
+/// #[derive(Default)]
+/// struct Finished(usize);
+///
+/// impl Collector for Finished {
+///     fn on_event(&mut self, event: &Event) {
+///         if matches!(event.kind, EventKind::TestFinished(_)) {
+///             self.0 += 1;
+///         }
+///     }
+/// }
+/// ```
+pub trait Collector: Send + 'static {
+    /// Handles one event. Keep it short: every producer waits while the bus is full.
+    fn on_event(&mut self, event: &Event);
+
+    /// Makes everything received so far durable or visible. Called by the flush handshake:
+    /// when [`Bus::flush`](crate::Bus::flush) returns, every collector has handled every event
+    /// sent before it and returned from `flush`.
+    fn flush(&mut self) -> Result<(), CollectorError> {
+        Ok(())
+    }
+
+    /// Called once when the bus shuts down, after the last event. Defaults to
+    /// [`flush`](Collector::flush).
+    fn finish(&mut self) -> Result<(), CollectorError> {
+        self.flush()
+    }
+
+    /// A name for messages about this collector; defaults to its type's name.
+    fn name(&self) -> Cow<'_, str> {
+        Cow::Borrowed(std::any::type_name::<Self>())
+    }
+}
+
+impl<C: Collector + ?Sized> Collector for Box<C> {
+    fn on_event(&mut self, event: &Event) {
+        (**self).on_event(event);
+    }
+    fn flush(&mut self) -> Result<(), CollectorError> {
+        (**self).flush()
+    }
+    fn finish(&mut self) -> Result<(), CollectorError> {
+        (**self).finish()
+    }
+    fn name(&self) -> Cow<'_, str> {
+        (**self).name()
+    }
+}
+
+impl<C: Collector> Collector for Option<C> {
+    fn on_event(&mut self, event: &Event) {
+        if let Some(c) = self {
+            c.on_event(event);
+        }
+    }
+    fn flush(&mut self) -> Result<(), CollectorError> {
+        self.as_mut().map_or(Ok(()), Collector::flush)
+    }
+    fn finish(&mut self) -> Result<(), CollectorError> {
+        self.as_mut().map_or(Ok(()), Collector::finish)
+    }
+    fn name(&self) -> Cow<'_, str> {
+        self.as_ref().map_or(Cow::Borrowed("None"), Collector::name)
+    }
+}
+
+/// A list of collectors is a collector: each hook runs on every member in order, and the
+/// first error is returned after all have run.
+impl<C: Collector> Collector for Vec<C> {
+    fn on_event(&mut self, event: &Event) {
+        for c in self.iter_mut() {
+            c.on_event(event);
+        }
+    }
+    fn flush(&mut self) -> Result<(), CollectorError> {
+        self.iter_mut().map(Collector::flush).fold(Ok(()), Result::and)
+    }
+    fn finish(&mut self) -> Result<(), CollectorError> {
+        self.iter_mut().map(Collector::finish).fold(Ok(()), Result::and)
+    }
+}
+
+/// A collector failed: it returned an error from a hook, or panicked.
+#[derive(Debug)]
+pub struct CollectorError {
+    collector: String,
+    source: Box<dyn StdError + Send + Sync>,
+}
+
+impl CollectorError {
+    /// An error of the collector named `collector`.
+    pub fn new(collector: impl Into<String>, source: impl Into<Box<dyn StdError + Send + Sync>>) -> Self {
+        CollectorError {
+            collector: collector.into(),
+            source: source.into(),
+        }
+    }
+
+    /// The collector's name.
+    pub fn collector(&self) -> &str {
+        &self.collector
+    }
+}
+
+impl fmt::Display for CollectorError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "collector {} failed: {}", self.collector, self.source)
+    }
+}
+
+impl StdError for CollectorError {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        Some(&*self.source)
+    }
+}
+
+/// Records every event it receives, for tests. Clones share one recording, so keep a clone
+/// and hand the other to the bus.
+///
+/// ```
+/// use kit_core::{Bus, RecordingCollector};
+///
+/// let recording = RecordingCollector::new();
+/// let bus = Bus::builder().collector(recording.clone()).start();
+/// // … publish events …
+/// bus.flush().unwrap();
+/// assert!(recording.events().is_empty());
+/// ```
+#[derive(Clone, Default)]
+pub struct RecordingCollector {
+    events: Arc<Mutex<Vec<Event>>>,
+}
+
+impl RecordingCollector {
+    /// An empty recording.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Vec<Event>> {
+        // A panic while holding this lock cannot leave the Vec half-updated.
+        self.events.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A copy of every event recorded so far, in arrival order.
+    pub fn events(&self) -> Vec<Event> {
+        self.lock().clone()
+    }
+
+    /// The events of one test, in arrival order.
+    pub fn events_of(&self, test: TestId) -> Vec<Event> {
+        self.lock()
+            .iter()
+            .filter(|e| e.test_id == test)
+            .cloned()
+            .collect()
+    }
+
+    /// How many events were recorded.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// True when nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+
+    /// Removes and returns every event recorded so far.
+    pub fn take(&self) -> Vec<Event> {
+        std::mem::take(&mut *self.lock())
+    }
+
+    /// The tree of one test's events as indented text, one event a line: operations and
+    /// observations by name, nested under their parents; tests by their kind.
+    ///
+    /// Handy for asserting the shape of a trace:
+    /// `assert_eq!(recording.tree(test), "test\n  http.request\n    http.response\n")`.
+    pub fn tree(&self, test: TestId) -> String {
+        render_tree(&self.events_of(test))
+    }
+}
+
+impl Collector for RecordingCollector {
+    fn on_event(&mut self, event: &Event) {
+        self.lock().push(event.clone());
+    }
+}
+
+/// Renders events as an indented tree: `test` for a test's start, the name of each
+/// operation, observation and attachment, nested under its parent. Ends of operations and
+/// tests are not shown. Children are listed in sequence order.
+pub fn render_tree(events: &[Event]) -> String {
+    let mut children: std::collections::HashMap<Option<EventId>, Vec<&Event>> = Default::default();
+    let mut known = std::collections::HashSet::new();
+    for e in events {
+        if !matches!(e.kind, EventKind::TestFinished(_) | EventKind::OperationEnded(_)) {
+            known.insert(e.id);
+        }
+    }
+    for e in events {
+        if matches!(e.kind, EventKind::TestFinished(_) | EventKind::OperationEnded(_)) {
+            continue;
+        }
+        // An event whose parent is not among these events is shown at the top.
+        let parent = e.parent_id.filter(|p| known.contains(p));
+        children.entry(parent).or_default().push(e);
+    }
+    for list in children.values_mut() {
+        list.sort_by_key(|e| (e.test_id, e.sequence));
+    }
+    let mut out = String::new();
+    fn walk(
+        out: &mut String,
+        children: &std::collections::HashMap<Option<EventId>, Vec<&Event>>,
+        parent: Option<EventId>,
+        depth: usize,
+    ) {
+        for e in children.get(&parent).into_iter().flatten() {
+            let label: &str = match &e.kind {
+                EventKind::TestStarted(_) => "test",
+                EventKind::OperationStarted(op) => &op.name,
+                EventKind::Observation(o) => &o.name,
+                EventKind::Attachment(a) => &a.name,
+                other => other.name(),
+            };
+            for _ in 0..depth {
+                out.push_str("  ");
+            }
+            out.push_str(label);
+            out.push('\n');
+            walk(out, children, Some(e.id), depth + 1);
+        }
+    }
+    walk(&mut out, &children, None, 0);
+    out
+}

@@ -1,0 +1,521 @@
+//! Configuration: `Kit:A:B` keys, case-insensitive, layered like ASP.NET Core's.
+//!
+//! Sources, later ones winning:
+//!
+//! 1. `kit.toml` beside the test crate's `Cargo.toml`;
+//! 2. `kit.json` beside it;
+//! 3. environment variables whose first `__`-separated segment is `Kit`:
+//!    `Kit__Applications__orders__BaseUrl=http://staging/` sets `Kit:Applications:orders:BaseUrl`.
+//!
+//! Nested tables (TOML) and objects (JSON) become `:`-joined keys; array items get their
+//! index as a segment (`Kit:Rest:Attachments:SensitiveHeaders:0`). Every value is kept as
+//! text, as ASP.NET Core does; typed reads parse it and name the key when it does not parse.
+//!
+//! ```
+//! use kit_core::Configuration;
+//!
+//! let mut config = Configuration::from_toml_str(
+//!     r#"
+//!     [Kit.Applications.orders]
+//!     BaseUrl = "http://127.0.0.1:8080"
+//!     [Kit.Applications.orders.Endpoints]
+//!     api = "/api/v1"
+//!     "#,
+//!     "kit.toml",
+//! ).unwrap();
+//! config.apply_environment([("Kit__Applications__ORDERS__BaseUrl", "http://staging.example/")]);
+//!
+//! assert_eq!(config.get("kit:applications:orders:baseurl"), Some("http://staging.example/"));
+//! assert_eq!(config.get("Kit:Applications:orders:Endpoints:api"), Some("/api/v1"));
+//! ```
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+/// A configuration file could not be read, or a value does not parse.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file exists but could not be read.
+    #[error("cannot read configuration file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML or JSON.
+    #[error("configuration file {origin} is not valid {format}: {message}")]
+    Parse {
+        /// The file (or other origin) that failed.
+        origin: String,
+        /// `TOML` or `JSON`.
+        format: &'static str,
+        /// The parser's message, with line and column.
+        message: String,
+    },
+    /// A value is present but is not of the type its key needs.
+    #[error("configuration key {key} (from {origin}) has value {value:?}, which is not {expected}")]
+    Invalid {
+        /// The key, as written at its source.
+        key: String,
+        /// The value.
+        value: String,
+        /// What was expected (`a boolean`, `an absolute URL`, …).
+        expected: String,
+        /// Where the value came from.
+        origin: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Entry {
+    /// The key as its source spelt it, for messages and for listing children.
+    key: String,
+    value: String,
+    origin: String,
+}
+
+/// A flat, case-insensitive map of `:`-separated keys to text values.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Configuration {
+    /// Keyed by the lower-cased key, so lookups are case-insensitive.
+    entries: BTreeMap<String, Entry>,
+}
+
+/// The file names looked for beside the test crate's manifest, in load order.
+pub const CONFIG_FILES: [&str; 2] = ["kit.toml", "kit.json"];
+
+impl Configuration {
+    /// An empty configuration.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Loads `kit.toml` and `kit.json` from `dir` (each optional), then the process's
+    /// environment variables.
+    pub fn load(dir: &Path) -> Result<Self, ConfigError> {
+        let mut config = Self::load_files(dir)?;
+        config.apply_environment(
+            std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))),
+        );
+        Ok(config)
+    }
+
+    /// Loads `kit.toml` and `kit.json` from `dir` (each optional), without the environment.
+    pub fn load_files(dir: &Path) -> Result<Self, ConfigError> {
+        let mut config = Configuration::new();
+        for name in CONFIG_FILES {
+            let path = dir.join(name);
+            let bytes = match std::fs::read(&path) {
+                Ok(bytes) => bytes,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(source) => return Err(ConfigError::Read { path, source }),
+            };
+            let origin = path.display().to_string();
+            let text = String::from_utf8(bytes).map_err(|e| ConfigError::Parse {
+                origin: origin.clone(),
+                format: if name.ends_with("toml") { "TOML" } else { "JSON" },
+                message: format!("invalid UTF-8 at byte {}", e.utf8_error().valid_up_to()),
+            })?;
+            let layer = if name.ends_with("toml") {
+                Self::from_toml_str(&text, &origin)?
+            } else {
+                Self::from_json_str(&text, &origin)?
+            };
+            config.merge(layer);
+        }
+        Ok(config)
+    }
+
+    /// Parses TOML text; `origin` names it in messages.
+    pub fn from_toml_str(text: &str, origin: &str) -> Result<Self, ConfigError> {
+        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| ConfigError::Parse {
+            origin: origin.to_owned(),
+            format: "TOML",
+            message: e.to_string().trim().to_owned(),
+        })?;
+        let mut config = Configuration::new();
+        flatten_toml(&mut config, String::new(), &toml::Value::Table(table), origin);
+        Ok(config)
+    }
+
+    /// Parses JSON text (an object at the top); `origin` names it in messages.
+    pub fn from_json_str(text: &str, origin: &str) -> Result<Self, ConfigError> {
+        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| ConfigError::Parse {
+            origin: origin.to_owned(),
+            format: "JSON",
+            message: e.to_string(),
+        })?;
+        if !value.is_object() {
+            return Err(ConfigError::Parse {
+                origin: origin.to_owned(),
+                format: "JSON",
+                message: "the top level must be an object".to_owned(),
+            });
+        }
+        let mut config = Configuration::new();
+        flatten_json(&mut config, String::new(), &value, origin);
+        Ok(config)
+    }
+
+    /// Applies environment variables over the configuration: each variable whose name's first
+    /// `__`-separated segment is `Kit` (any case) sets the key with `__` read as `:`.
+    pub fn apply_environment<K: AsRef<str>, V: AsRef<str>>(
+        &mut self,
+        vars: impl IntoIterator<Item = (K, V)>,
+    ) {
+        for (name, value) in vars {
+            let name = name.as_ref();
+            let Some(first) = name.split("__").next() else {
+                continue;
+            };
+            if !first.eq_ignore_ascii_case("kit") || !name.contains("__") {
+                continue;
+            }
+            let key = name.split("__").collect::<Vec<_>>().join(":");
+            self.set_from(key, value.as_ref(), &format!("environment variable {name}"));
+        }
+    }
+
+    /// Sets `key` to `value` (set by code).
+    pub fn set(&mut self, key: impl Into<String>, value: impl Into<String>) {
+        self.set_from(key.into(), &value.into(), "code");
+    }
+
+    fn set_from(&mut self, key: String, value: &str, origin: &str) {
+        self.entries.insert(
+            key.to_ascii_lowercase(),
+            Entry {
+                key,
+                value: value.to_owned(),
+                origin: origin.to_owned(),
+            },
+        );
+    }
+
+    /// Layers `other` over this configuration: its keys win.
+    pub fn merge(&mut self, other: Configuration) {
+        self.entries.extend(other.entries);
+    }
+
+    /// The value of `key`, case-insensitively.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.entry(key).map(|e| e.value.as_str())
+    }
+
+    fn entry(&self, key: &str) -> Option<&Entry> {
+        if key.bytes().any(|b| b.is_ascii_uppercase()) {
+            self.entries.get(&key.to_ascii_lowercase())
+        } else {
+            self.entries.get(key)
+        }
+    }
+
+    /// Where the value of `key` came from (`kit.toml`, `environment variable …`, `code`).
+    pub fn origin(&self, key: &str) -> Option<&str> {
+        self.entry(key).map(|e| e.origin.as_str())
+    }
+
+    /// The value of `key` parsed as `T`; `Ok(None)` when absent, an error naming the key,
+    /// the value and its origin when it does not parse.
+    pub fn get_parsed<T: FromStr>(&self, key: &str, expected: &str) -> Result<Option<T>, ConfigError> {
+        let Some(entry) = self.entry(key) else {
+            return Ok(None);
+        };
+        entry
+            .value
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|_| ConfigError::Invalid {
+                key: entry.key.clone(),
+                value: entry.value.clone(),
+                expected: expected.to_owned(),
+                origin: entry.origin.clone(),
+            })
+    }
+
+    /// The value of `key` as a boolean (`true`/`false`, any case).
+    pub fn get_bool(&self, key: &str) -> Result<Option<bool>, ConfigError> {
+        let Some(entry) = self.entry(key) else {
+            return Ok(None);
+        };
+        match entry.value.trim().to_ascii_lowercase().as_str() {
+            "true" => Ok(Some(true)),
+            "false" => Ok(Some(false)),
+            _ => Err(ConfigError::Invalid {
+                key: entry.key.clone(),
+                value: entry.value.clone(),
+                expected: "a boolean (true or false)".to_owned(),
+                origin: entry.origin.clone(),
+            }),
+        }
+    }
+
+    /// The section under `prefix` (`Kit:Applications:orders`).
+    pub fn section(&self, prefix: &str) -> Section<'_> {
+        Section {
+            config: self,
+            prefix: prefix.trim_end_matches(':').to_owned(),
+        }
+    }
+
+    /// The names of the immediate children of `prefix`, spelt as their first source spelt
+    /// them, each once, in case-insensitive order: `children("Kit:Applications")` lists the
+    /// applications.
+    pub fn children(&self, prefix: &str) -> Vec<String> {
+        let lower = format!("{}:", prefix.trim_end_matches(':').to_ascii_lowercase());
+        let mut out: Vec<String> = Vec::new();
+        for (k, e) in self.entries.range(lower.clone()..) {
+            if !k.starts_with(&lower) {
+                break;
+            }
+            let rest = &e.key[lower.len()..];
+            let child = rest.split(':').next().unwrap_or(rest);
+            if !out.last().is_some_and(|last| last.eq_ignore_ascii_case(child)) {
+                out.push(child.to_owned());
+            }
+        }
+        out
+    }
+
+    /// Every key and value, keys as their sources spelt them, in case-insensitive order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.entries.values().map(|e| (e.key.as_str(), e.value.as_str()))
+    }
+
+    /// True when no key is set.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+/// A view of the keys under a prefix.
+#[derive(Clone)]
+pub struct Section<'a> {
+    config: &'a Configuration,
+    prefix: String,
+}
+
+impl fmt::Debug for Section<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Section").field("prefix", &self.prefix).finish()
+    }
+}
+
+impl<'a> Section<'a> {
+    /// The section's path.
+    pub fn path(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The full key of `name` in this section.
+    pub fn key(&self, name: &str) -> String {
+        format!("{}:{name}", self.prefix)
+    }
+
+    /// The value of `name` in this section.
+    pub fn get(&self, name: &str) -> Option<&'a str> {
+        self.config.get(&self.key(name))
+    }
+
+    /// `name` parsed as a boolean.
+    pub fn get_bool(&self, name: &str) -> Result<Option<bool>, ConfigError> {
+        self.config.get_bool(&self.key(name))
+    }
+
+    /// `name` parsed as `T`.
+    pub fn get_parsed<T: FromStr>(&self, name: &str, expected: &str) -> Result<Option<T>, ConfigError> {
+        self.config.get_parsed(&self.key(name), expected)
+    }
+
+    /// The list under `name`: items `name:0`, `name:1`, … in index order; `None` when there
+    /// are none.
+    pub fn get_list(&self, name: &str) -> Option<Vec<String>> {
+        let base = self.key(name);
+        let mut items: Vec<(usize, String)> = self
+            .config
+            .children(&base)
+            .into_iter()
+            .filter_map(|child| {
+                let index = child.parse().ok()?;
+                Some((index, self.config.get(&format!("{base}:{child}"))?.to_owned()))
+            })
+            .collect();
+        if items.is_empty() {
+            return None;
+        }
+        items.sort_by_key(|(i, _)| *i);
+        Some(items.into_iter().map(|(_, v)| v).collect())
+    }
+
+    /// A section below this one.
+    pub fn section(&self, name: &str) -> Section<'a> {
+        self.config.section(&self.key(name))
+    }
+
+    /// The names of this section's immediate children.
+    pub fn children(&self) -> Vec<String> {
+        self.config.children(&self.prefix)
+    }
+
+    /// True when no key lies under this section.
+    pub fn exists(&self) -> bool {
+        let lower = format!("{}:", self.prefix.to_ascii_lowercase());
+        self.config
+            .entries
+            .range(lower.clone()..)
+            .next()
+            .is_some_and(|(k, _)| k.starts_with(&lower))
+    }
+}
+
+fn join(prefix: &str, key: &str) -> String {
+    if prefix.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{prefix}:{key}")
+    }
+}
+
+fn flatten_toml(config: &mut Configuration, prefix: String, value: &toml::Value, origin: &str) {
+    match value {
+        toml::Value::Table(table) => {
+            for (k, v) in table {
+                flatten_toml(config, join(&prefix, k), v, origin);
+            }
+        }
+        toml::Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                flatten_toml(config, join(&prefix, &i.to_string()), v, origin);
+            }
+        }
+        toml::Value::String(s) => config.set_from(prefix, s, origin),
+        other => config.set_from(prefix, &other.to_string(), origin),
+    }
+}
+
+fn flatten_json(config: &mut Configuration, prefix: String, value: &serde_json::Value, origin: &str) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (k, v) in map {
+                flatten_json(config, join(&prefix, k), v, origin);
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                flatten_json(config, join(&prefix, &i.to_string()), v, origin);
+            }
+        }
+        serde_json::Value::String(s) => config.set_from(prefix, s, origin),
+        serde_json::Value::Null => config.set_from(prefix, "", origin),
+        other => config.set_from(prefix, &other.to_string(), origin),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn toml_then_json_then_environment_each_win_over_the_last() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("kit.toml"),
+            "[Kit.Applications.orders]\nBaseUrl = \"http://toml\"\nRetries = 3\n[Kit.Applications.orders.Endpoints]\napi = \"/v1\"\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("kit.json"),
+            r#"{"Kit":{"Applications":{"Orders":{"BaseUrl":"http://json"}}}}"#,
+        )
+        .unwrap();
+        let mut config = Configuration::load_files(dir.path()).unwrap();
+        assert_eq!(config.get("Kit:Applications:orders:BaseUrl"), Some("http://json"));
+        assert_eq!(config.get("Kit:Applications:orders:Retries"), Some("3"));
+        config.apply_environment([
+            ("KIT__APPLICATIONS__orders__BASEURL", "http://env"),
+            ("PATH", "/bin"),
+        ]);
+        assert_eq!(config.get("kit:applications:ORDERS:baseurl"), Some("http://env"));
+        assert_eq!(
+            config.origin("Kit:Applications:orders:BaseUrl"),
+            Some("environment variable KIT__APPLICATIONS__orders__BASEURL")
+        );
+        assert_eq!(config.get("Kit:Applications:orders:Endpoints:api"), Some("/v1"));
+        assert_eq!(config.get("PATH"), None);
+    }
+
+    #[test]
+    fn children_are_listed_once_with_their_first_spelling() {
+        let config = Configuration::from_json_str(
+            r#"{"Kit":{"Applications":{"orders":{"BaseUrl":"a","Endpoints":{"x":"1"}},"Payments":{"BaseUrl":"b"}}}}"#,
+            "test",
+        )
+        .unwrap();
+        assert_eq!(config.children("Kit:Applications"), vec!["orders", "Payments"]);
+        assert_eq!(
+            config.section("kit:applications:orders").children(),
+            vec!["BaseUrl", "Endpoints"]
+        );
+        assert!(config.section("Kit:Applications:payments").exists());
+        assert!(!config.section("Kit:Applications:pay").exists());
+    }
+
+    #[test]
+    fn arrays_become_indexed_keys_and_read_back_as_lists() {
+        let config = Configuration::from_toml_str(
+            "[Kit.Rest.Attachments]\nSensitiveHeaders = [\"A\", \"B\", \"C\", \"D\", \"E\", \"F\", \"G\", \"H\", \"I\", \"J\", \"K\"]\n",
+            "t",
+        )
+        .unwrap();
+        let list = config
+            .section("Kit:Rest:Attachments")
+            .get_list("SensitiveHeaders")
+            .unwrap();
+        assert_eq!(list.len(), 11);
+        assert_eq!(list[10], "K", "index 10 must sort after 9");
+    }
+
+    #[test]
+    fn bad_files_and_values_are_named_in_the_error() {
+        let err = Configuration::from_toml_str("[Kit\nBaseUrl = ", "tests/kit.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("tests/kit.toml") && err.contains("TOML"), "{err}");
+        let err = Configuration::from_json_str("[1,2]", "kit.json")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("kit.json") && err.contains("object"), "{err}");
+        let err = Configuration::from_json_str("{\"a\": ", "kit.json")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("line 1"), "{err}");
+
+        let config = Configuration::from_toml_str(
+            "[Kit.Rest.Attachments]\nCaptureResponses = \"maybe\"\n",
+            "kit.toml",
+        )
+        .unwrap();
+        let err = config
+            .section("Kit:Rest:Attachments")
+            .get_bool("captureresponses")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "configuration key Kit:Rest:Attachments:CaptureResponses (from kit.toml) has value \"maybe\", which is not a boolean (true or false)"
+        );
+    }
+
+    #[test]
+    fn invalid_utf8_in_a_file_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("kit.toml"), b"a = \"\xff\"").unwrap();
+        let err = Configuration::load_files(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("kit.toml") && err.contains("UTF-8"), "{err}");
+    }
+}

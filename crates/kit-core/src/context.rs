@@ -1,0 +1,456 @@
+//! A run ([`KitRun`]) and the tests in it ([`KitExecutionContext`]).
+
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use crate::bus::{Bus, BusError};
+use crate::config::Configuration;
+use crate::event::*;
+use crate::host::{Extensions, Host};
+
+/// One run of tests in this process: the host, the bus and the run id. Clones share one run.
+#[derive(Clone)]
+pub struct KitRun {
+    inner: Arc<RunInner>,
+}
+
+struct RunInner {
+    host: Host,
+    bus: Bus,
+    run_id: RunId,
+}
+
+impl fmt::Debug for KitRun {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KitRun")
+            .field("run_id", &self.inner.run_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl KitRun {
+    /// A run of `host`'s tests, sending events into `bus`.
+    pub fn new(host: Host, bus: Bus, run_id: RunId) -> Self {
+        KitRun {
+            inner: Arc::new(RunInner { host, bus, run_id }),
+        }
+    }
+
+    /// The host.
+    pub fn host(&self) -> &Host {
+        &self.inner.host
+    }
+
+    /// The bus.
+    pub fn bus(&self) -> &Bus {
+        &self.inner.bus
+    }
+
+    /// The run id.
+    pub fn run_id(&self) -> &RunId {
+        &self.inner.run_id
+    }
+
+    /// Starts a test: sends its [`TestStarted`] event and returns its context. The caller ends
+    /// it with [`KitExecutionContext::finish`].
+    ///
+    /// ```
+    /// use kit_core::*;
+    ///
+    /// let recording = RecordingCollector::new();
+    /// let bus = Bus::builder().collector(recording.clone()).start();
+    /// let host = KitBuilder::new(Configuration::new()).build().unwrap().host;
+    /// let run = KitRun::new(host, bus, RunId::new("doc").unwrap());
+    ///
+    /// let ctx = run.begin_test(TestStarted::new("adds_two"));
+    /// ctx.observe(None, Observation::new("note", Attributes::new().with("n", 2)));
+    /// ctx.finish(TestOutcome::Passed).unwrap();
+    ///
+    /// assert_eq!(recording.tree(ctx.test_id()), "test\n  note\n");
+    /// ```
+    pub fn begin_test(&self, info: TestStarted) -> KitExecutionContext {
+        let test_id = TestId::generate();
+        let root = EventId::generate();
+        let ctx = KitExecutionContext {
+            inner: Arc::new(TestScope {
+                run: self.clone(),
+                test_id,
+                root,
+                started: Instant::now(),
+                state: Mutex::new(EmitState::default()),
+                extensions: Mutex::new(Extensions::new()),
+                info,
+            }),
+        };
+        let info = ctx.inner.info.clone();
+        ctx.send(root, None, EventKind::TestStarted(info));
+        ctx
+    }
+}
+
+#[derive(Default)]
+struct EmitState {
+    next_sequence: u64,
+    /// Events the bus refused (it was shut down).
+    lost: u64,
+    /// Events sent after the test finished, which were not delivered.
+    late: u64,
+    finished: bool,
+}
+
+struct TestScope {
+    run: KitRun,
+    test_id: TestId,
+    root: EventId,
+    info: TestStarted,
+    started: Instant,
+    state: Mutex<EmitState>,
+    extensions: Mutex<Extensions>,
+}
+
+/// The running test, as test code and the kit's clients see it. Clones share one test.
+///
+/// It numbers the test's events: whatever task or thread sends them, events of one test reach
+/// the collectors in the order of their sequence numbers.
+#[derive(Clone)]
+pub struct KitExecutionContext {
+    inner: Arc<TestScope>,
+}
+
+impl fmt::Debug for KitExecutionContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KitExecutionContext")
+            .field("test", &self.inner.info.name)
+            .field("test_id", &self.inner.test_id)
+            .field("run_id", self.run_id())
+            .field("application", &self.inner.info.application)
+            .finish_non_exhaustive()
+    }
+}
+
+impl KitExecutionContext {
+    /// The test's name, as the test runner shows it.
+    pub fn test_name(&self) -> &str {
+        &self.inner.info.name
+    }
+
+    /// The run id.
+    pub fn run_id(&self) -> &RunId {
+        self.inner.run.run_id()
+    }
+
+    /// This test's id.
+    pub fn test_id(&self) -> TestId {
+        self.inner.test_id
+    }
+
+    /// The id of the test's [`TestStarted`] event: the parent of its top-level events.
+    pub fn root_id(&self) -> EventId {
+        self.inner.root
+    }
+
+    /// The application the test is bound to (`#[application("orders")]`).
+    pub fn application(&self) -> Option<&str> {
+        self.inner.info.application.as_deref()
+    }
+
+    /// The client binding (`#[application("orders", "Rest:payments")]` gives `Rest:payments`).
+    pub fn client_binding(&self) -> Option<&str> {
+        self.inner.info.client.as_deref()
+    }
+
+    /// The host.
+    pub fn host(&self) -> &Host {
+        self.inner.run.host()
+    }
+
+    /// The host's configuration.
+    pub fn configuration(&self) -> &Configuration {
+        self.inner.run.host().configuration()
+    }
+
+    /// The run this test belongs to.
+    pub fn run(&self) -> &KitRun {
+        &self.inner.run
+    }
+
+    /// Time since the test started.
+    pub fn elapsed(&self) -> Duration {
+        self.inner.started.elapsed()
+    }
+
+    /// Per-test state of protocol crates (clients, cookie jars, attachment counters), which
+    /// no other test sees.
+    pub fn with_extensions<R>(&self, f: impl FnOnce(&mut Extensions) -> R) -> R {
+        let mut guard = self
+            .inner
+            .extensions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        f(&mut guard)
+    }
+
+    fn state(&self) -> MutexGuard<'_, EmitState> {
+        self.inner.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn send(&self, id: EventId, parent: Option<EventId>, kind: EventKind) {
+        // The lock is held across the send so that sequence order is delivery order even when
+        // several tasks of one test emit at once. It is this test's lock only.
+        let mut state = self.state();
+        if state.finished {
+            state.late += 1;
+            return;
+        }
+        let event = Event {
+            run_id: self.run_id().clone(),
+            test_id: self.inner.test_id,
+            id,
+            parent_id: parent,
+            sequence: state.next_sequence,
+            timestamp: Timestamp::now(),
+            kind,
+        };
+        state.next_sequence += 1;
+        if self.inner.run.bus().publish(event).is_err() {
+            state.lost += 1;
+        }
+    }
+
+    /// Sends an event under `parent` (the test itself when `None`) and returns its id.
+    pub fn emit(&self, parent: Option<EventId>, kind: EventKind) -> EventId {
+        let id = EventId::generate();
+        self.send(id, Some(parent.unwrap_or(self.inner.root)), kind);
+        id
+    }
+
+    /// Records an observation under `parent` (the test itself when `None`).
+    pub fn observe(&self, parent: Option<EventId>, observation: Observation) -> EventId {
+        self.emit(parent, EventKind::Observation(observation))
+    }
+
+    /// Attaches a document under `parent` (the test itself when `None`).
+    pub fn attach(&self, parent: Option<EventId>, attachment: Attachment) -> EventId {
+        self.emit(parent, EventKind::Attachment(attachment))
+    }
+
+    /// Starts an operation under `parent` (the test itself when `None`). It ends when
+    /// [`Operation::end`] is called or, failing that, when it is dropped.
+    pub fn start_operation(&self, parent: Option<EventId>, operation: OperationStarted) -> Operation {
+        let id = self.emit(parent, EventKind::OperationStarted(operation));
+        Operation {
+            ctx: self.clone(),
+            id,
+            started: Instant::now(),
+            ended: false,
+        }
+    }
+
+    /// Waits until every event of this test sent so far has been handled by every collector.
+    pub fn flush(&self) -> Result<(), BusError> {
+        self.inner.run.bus().flush()
+    }
+
+    /// Ends the test: sends [`TestFinished`] with `outcome` and flushes, so that the test's
+    /// events are durable when this returns. Later events of the test are not delivered.
+    /// Calling it twice sends nothing the second time.
+    pub fn finish(&self, outcome: TestOutcome) -> Result<(), BusError> {
+        let duration = self.elapsed();
+        {
+            let state = self.state();
+            if state.finished {
+                return Ok(());
+            }
+        }
+        self.send(
+            EventId::generate(),
+            Some(self.inner.root),
+            EventKind::TestFinished(TestFinished { outcome, duration }),
+        );
+        let lost = {
+            let mut state = self.state();
+            state.finished = true;
+            state.lost
+        };
+        self.flush()?;
+        if lost > 0 {
+            return Err(BusError::Closed { lost });
+        }
+        Ok(())
+    }
+
+    /// Events sent after [`finish`](Self::finish), which were not delivered.
+    pub fn late_events(&self) -> u64 {
+        self.state().late
+    }
+}
+
+/// A running operation (a span). Ends with [`end`](Operation::end); if dropped first (a
+/// cancelled future, a panic), it ends with an error saying so.
+#[must_use = "an operation ends when dropped; keep it until the work it describes is done"]
+pub struct Operation {
+    ctx: KitExecutionContext,
+    id: EventId,
+    started: Instant,
+    ended: bool,
+}
+
+impl fmt::Debug for Operation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Operation")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Operation {
+    /// The id of the operation's start event: the parent of its children.
+    pub fn id(&self) -> EventId {
+        self.id
+    }
+
+    /// The test the operation belongs to.
+    pub fn context(&self) -> &KitExecutionContext {
+        &self.ctx
+    }
+
+    /// Time since the operation started.
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// Records an observation under this operation.
+    pub fn observe(&self, observation: Observation) -> EventId {
+        self.ctx.observe(Some(self.id), observation)
+    }
+
+    /// Ends the operation.
+    pub fn end(mut self, status: OperationStatus, attributes: Attributes) {
+        self.finish(status, attributes);
+    }
+
+    fn finish(&mut self, status: OperationStatus, attributes: Attributes) {
+        if std::mem::replace(&mut self.ended, true) {
+            return;
+        }
+        let ended = OperationEnded::new(self.id, status, self.started.elapsed()).with_attributes(attributes);
+        self.ctx.emit(Some(self.id), EventKind::OperationEnded(ended));
+    }
+}
+
+impl Drop for Operation {
+    fn drop(&mut self) {
+        let message = if std::thread::panicking() {
+            "the test panicked before the operation ended"
+        } else {
+            "the operation was dropped before it ended (its future was cancelled?)"
+        };
+        self.finish(
+            OperationStatus::Error {
+                message: message.to_owned(),
+            },
+            Attributes::new(),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collector::RecordingCollector;
+    use crate::host::KitBuilder;
+
+    fn run() -> (KitRun, RecordingCollector) {
+        let recording = RecordingCollector::new();
+        let bus = Bus::builder().collector(recording.clone()).start();
+        let host = KitBuilder::new(Configuration::new()).build().unwrap().host;
+        (KitRun::new(host, bus, RunId::new("t").unwrap()), recording)
+    }
+
+    #[test]
+    fn a_test_is_a_tree_numbered_without_gaps() {
+        let (run, recording) = run();
+        let ctx = run.begin_test(TestStarted::new("t").with_application(Some("orders".into())));
+        let op = ctx.start_operation(None, OperationStarted::new("http.request", "REST · GET /"));
+        op.observe(Observation::new("http.response", Attributes::new()));
+        let child = ctx.start_operation(
+            Some(op.id()),
+            OperationStarted::new("assert.http.status", "status"),
+        );
+        child.end(OperationStatus::Ok, Attributes::new());
+        op.end(OperationStatus::Ok, Attributes::new());
+        ctx.finish(TestOutcome::Passed).unwrap();
+
+        let events = recording.events_of(ctx.test_id());
+        assert_eq!(
+            events.iter().map(|e| e.sequence).collect::<Vec<_>>(),
+            (0..events.len() as u64).collect::<Vec<_>>()
+        );
+        assert!(matches!(events[0].kind, EventKind::TestStarted(_)));
+        assert_eq!(events[0].parent_id, None);
+        assert!(matches!(events.last().unwrap().kind, EventKind::TestFinished(_)));
+        assert_eq!(
+            recording.tree(ctx.test_id()),
+            "test\n  http.request\n    http.response\n    assert.http.status\n"
+        );
+    }
+
+    #[test]
+    fn a_dropped_operation_ends_with_an_error() {
+        let (run, recording) = run();
+        let ctx = run.begin_test(TestStarted::new("t"));
+        let op = ctx.start_operation(None, OperationStarted::new("http.request", "x"));
+        let id = op.id();
+        drop(op);
+        ctx.finish(TestOutcome::Passed).unwrap();
+        let ended = recording
+            .events()
+            .into_iter()
+            .find_map(|e| match e.kind {
+                EventKind::OperationEnded(end) => Some(end),
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(ended.operation, id);
+        assert!(matches!(ended.status, OperationStatus::Error { .. }));
+    }
+
+    #[test]
+    fn events_after_finish_are_counted_not_delivered() {
+        let (run, recording) = run();
+        let ctx = run.begin_test(TestStarted::new("t"));
+        ctx.finish(TestOutcome::Passed).unwrap();
+        ctx.observe(None, Observation::new("late", Attributes::new()));
+        ctx.finish(TestOutcome::Failed {
+            message: "again".into(),
+        })
+        .unwrap();
+        ctx.flush().unwrap();
+        assert_eq!(recording.len(), 2);
+        assert_eq!(ctx.late_events(), 1);
+    }
+
+    #[test]
+    fn concurrent_emitters_of_one_test_deliver_in_sequence_order() {
+        let (run, recording) = run();
+        let ctx = run.begin_test(TestStarted::new("t"));
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                let ctx = ctx.clone();
+                s.spawn(move || {
+                    for _ in 0..2000 {
+                        ctx.observe(None, Observation::new("x", Attributes::new()));
+                    }
+                });
+            }
+        });
+        ctx.finish(TestOutcome::Passed).unwrap();
+        let seqs: Vec<u64> = recording
+            .events_of(ctx.test_id())
+            .iter()
+            .map(|e| e.sequence)
+            .collect();
+        assert_eq!(seqs, (0..8002).collect::<Vec<_>>());
+    }
+}

@@ -1,0 +1,1104 @@
+//! The event model: one envelope, [`Event`], around one enum, [`EventKind`].
+//!
+//! A run is a tree close to OpenTelemetry's spans and span events, so that exporting it is a
+//! mapping rather than a translation:
+//!
+//! | kit | OpenTelemetry |
+//! | --- | --- |
+//! | [`TestId`] (UUIDv7, 16 bytes) | trace id |
+//! | [`EventId`] (non-zero, 8 bytes) | span id |
+//! | [`TestStarted`] … [`TestFinished`] | the root span of a test |
+//! | [`OperationStarted`] … [`OperationEnded`] | a child span (`http.request`, `assert.*`) |
+//! | [`Observation`] | a span event (`http.response`, `http.failure`, …) |
+//! | [`Attachment`] | a span event pointing at a blob |
+//!
+//! Attribute keys follow the OpenTelemetry HTTP semantic conventions where one exists; see
+//! [`crate::semconv`].
+//!
+//! # Wire format
+//!
+//! Events serialize to one JSON object each (the archive stores them as JSON lines):
+//!
+//! ```json
+//! {"run_id":"r1","test_id":"0193…","id":"5f0c…","parent_id":null,"sequence":0,
+//!  "timestamp":1732243200000000000,"kind":{"observation":{"name":"http.response","attributes":{…}}}}
+//! ```
+//!
+//! `kind` holds exactly one key naming the variant. Readers skip event kinds they do not know
+//! (they come back as [`EventKind::Unknown`]) and ignore unknown fields, so a newer minor
+//! version of the format stays readable.
+
+use std::borrow::Cow;
+use std::cell::Cell;
+use std::fmt;
+use std::hash::{BuildHasher, RandomState};
+use std::num::NonZeroU64;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::ser::{SerializeMap, SerializeSeq};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+// === ids ===
+
+/// Identifies one run of a test suite: every test of the run, in every process, shares it.
+///
+/// Taken from `KIT_RUN_ID`, else `NEXTEST_RUN_ID`, else generated (see
+/// [`RunId::from_environment`]). It names the archive file (`kit-{runId}.kittrace`) and a folder
+/// inside it, so it is restricted to ASCII letters, digits, `-`, `_` and `.`, at most 128
+/// characters, and never `.` or `..`.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RunId(Arc<str>);
+
+/// A run id that cannot name a file: see [`RunId`] for the rules.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid run id {value:?}: {reason}")]
+pub struct InvalidRunId {
+    /// The rejected value.
+    pub value: String,
+    /// What is wrong with it.
+    pub reason: &'static str,
+}
+
+impl RunId {
+    /// The longest run id accepted.
+    pub const MAX_LEN: usize = 128;
+
+    /// Validates `value` as a run id.
+    ///
+    /// ```
+    /// use kit_core::RunId;
+    /// assert!(RunId::new("nightly-2026.11.22").is_ok());
+    /// assert!(RunId::new("../escape").is_err());
+    /// ```
+    pub fn new(value: impl Into<String>) -> Result<Self, InvalidRunId> {
+        let value = value.into();
+        let reason = if value.is_empty() {
+            Some("it is empty")
+        } else if value.len() > Self::MAX_LEN {
+            Some("it is longer than 128 characters")
+        } else if value == "." || value == ".." {
+            Some("it is a relative path component")
+        } else if !value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        {
+            Some("only ASCII letters, digits, '-', '_' and '.' are allowed")
+        } else {
+            None
+        };
+        match reason {
+            Some(reason) => Err(InvalidRunId { value, reason }),
+            None => Ok(RunId(value.into())),
+        }
+    }
+
+    /// A new, time-ordered run id (a UUIDv7 in its hyphenated form).
+    pub fn generate() -> Self {
+        RunId(uuid::Uuid::now_v7().hyphenated().to_string().into())
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for RunId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for RunId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "RunId({:?})", &*self.0)
+    }
+}
+
+impl FromStr for RunId {
+    type Err = InvalidRunId;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        RunId::new(s)
+    }
+}
+
+impl Serialize for RunId {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for RunId {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = Cow::<str>::deserialize(deserializer)?;
+        RunId::new(text.into_owned()).map_err(de::Error::custom)
+    }
+}
+
+/// Identifies one execution of one test: a UUIDv7, so ids sort by start time.
+///
+/// It is the test's OpenTelemetry trace id when a run is exported.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TestId(u128);
+
+impl TestId {
+    /// A new id, later than every id this process generated before it.
+    pub fn generate() -> Self {
+        TestId(uuid::Uuid::now_v7().as_u128())
+    }
+
+    /// Wraps a raw 128-bit value.
+    pub const fn from_u128(value: u128) -> Self {
+        TestId(value)
+    }
+
+    /// The raw 128-bit value.
+    pub const fn as_u128(self) -> u128 {
+        self.0
+    }
+
+    /// The 16 bytes, big-endian, as OpenTelemetry wants a trace id.
+    pub const fn to_bytes(self) -> [u8; 16] {
+        self.0.to_be_bytes()
+    }
+}
+
+impl fmt::Display for TestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&uuid::Uuid::from_u128(self.0).hyphenated(), f)
+    }
+}
+
+impl fmt::Debug for TestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "TestId({self})")
+    }
+}
+
+/// A test id that is not a UUID.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid test id {0:?}: expected a UUID")]
+pub struct InvalidTestId(pub String);
+
+impl FromStr for TestId {
+    type Err = InvalidTestId;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        uuid::Uuid::parse_str(s)
+            .map(|u| TestId(u.as_u128()))
+            .map_err(|_| InvalidTestId(s.to_owned()))
+    }
+}
+
+impl Serialize for TestId {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut buf = uuid::Uuid::encode_buffer();
+        serializer.serialize_str(uuid::Uuid::from_u128(self.0).hyphenated().encode_lower(&mut buf))
+    }
+}
+
+impl<'de> Deserialize<'de> for TestId {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = Cow::<str>::deserialize(deserializer)?;
+        text.parse().map_err(de::Error::custom)
+    }
+}
+
+/// Identifies one event: random, non-zero, unique across a run with overwhelming probability.
+///
+/// Operations are referred to by their `OperationStarted` event's id (children name it as
+/// their parent); a request id shown to users is the id of its `http.request` operation. It is
+/// the OpenTelemetry span id when a run is exported. Displayed as 16 lowercase hex digits.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EventId(NonZeroU64);
+
+impl EventId {
+    /// A new random id.
+    pub fn generate() -> Self {
+        // A per-thread wyrand generator: ids must be unique, not secret, and this is on the
+        // hot path of every event, so no OS call and no shared state.
+        thread_local! {
+            static STATE: Cell<u64> = Cell::new(RandomState::new().hash_one(std::thread::current().id()));
+        }
+        STATE.with(|state| {
+            loop {
+                let s = state.get().wrapping_add(0xa076_1d64_78bd_642f);
+                state.set(s);
+                let t = u128::from(s) * u128::from(s ^ 0xe703_7ed1_a0b4_28db);
+                let value = ((t >> 64) as u64) ^ (t as u64);
+                if let Some(id) = NonZeroU64::new(value) {
+                    return EventId(id);
+                }
+            }
+        })
+    }
+
+    /// Wraps a raw value; `None` for zero, which is never a valid id.
+    pub const fn from_u64(value: u64) -> Option<Self> {
+        match NonZeroU64::new(value) {
+            Some(v) => Some(EventId(v)),
+            None => None,
+        }
+    }
+
+    /// The raw value.
+    pub const fn as_u64(self) -> u64 {
+        self.0.get()
+    }
+
+    /// The 8 bytes, big-endian, as OpenTelemetry wants a span id.
+    pub const fn to_bytes(self) -> [u8; 8] {
+        self.0.get().to_be_bytes()
+    }
+}
+
+impl fmt::Display for EventId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:016x}", self.0)
+    }
+}
+
+impl fmt::Debug for EventId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "EventId({self})")
+    }
+}
+
+/// An event id that is not 1 to 16 hex digits, or is zero.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid event id {0:?}: expected 16 hexadecimal digits, not all zero")]
+pub struct InvalidEventId(pub String);
+
+impl FromStr for EventId {
+    type Err = InvalidEventId;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s.is_empty() || s.len() > 16 {
+            return Err(InvalidEventId(s.to_owned()));
+        }
+        u64::from_str_radix(s, 16)
+            .ok()
+            .and_then(EventId::from_u64)
+            .ok_or_else(|| InvalidEventId(s.to_owned()))
+    }
+}
+
+impl Serialize for EventId {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut buf = [0u8; 16];
+        let hex = hex16(self.0.get(), &mut buf);
+        serializer.serialize_str(hex)
+    }
+}
+
+fn hex16(value: u64, buf: &mut [u8; 16]) -> &str {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for (i, slot) in buf.iter_mut().enumerate() {
+        *slot = DIGITS[((value >> (60 - 4 * i)) & 0xf) as usize];
+    }
+    // Every byte written above is an ASCII hex digit.
+    std::str::from_utf8(buf).unwrap_or_default()
+}
+
+impl<'de> Deserialize<'de> for EventId {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = Cow::<str>::deserialize(deserializer)?;
+        text.parse().map_err(de::Error::custom)
+    }
+}
+
+// === time ===
+
+/// Wall-clock time of an event: nanoseconds since the Unix epoch (OpenTelemetry's unit).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Timestamp(u64);
+
+impl Timestamp {
+    /// The current time.
+    pub fn now() -> Self {
+        let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+        Timestamp(u64::try_from(since.as_nanos()).unwrap_or(u64::MAX))
+    }
+
+    /// Wraps nanoseconds since the Unix epoch.
+    pub const fn from_unix_nanos(nanos: u64) -> Self {
+        Timestamp(nanos)
+    }
+
+    /// Nanoseconds since the Unix epoch.
+    pub const fn as_unix_nanos(self) -> u64 {
+        self.0
+    }
+}
+
+mod duration_ns {
+    use super::*;
+
+    pub(super) fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        u64::deserialize(d).map(Duration::from_nanos)
+    }
+}
+
+// === the envelope ===
+
+/// One event: the envelope every producer fills and every collector reads.
+///
+/// Producers do not build envelopes by hand: a test's
+/// [`KitExecutionContext`](crate::KitExecutionContext) assigns ids, sequence numbers and
+/// timestamps, so that events of one test are numbered in the order they were sent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// The run the event belongs to.
+    pub run_id: RunId,
+    /// The test the event belongs to.
+    pub test_id: TestId,
+    /// This event's id.
+    pub id: EventId,
+    /// The operation (or test) this event belongs under; `None` for a test's root events.
+    #[serde(default)]
+    pub parent_id: Option<EventId>,
+    /// Position of the event in its test's stream, from 0, without gaps.
+    pub sequence: u64,
+    /// When the event was made.
+    pub timestamp: Timestamp,
+    /// What happened.
+    pub kind: EventKind,
+}
+
+/// What an [`Event`] reports.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum EventKind {
+    /// A test began. Always the first event of a test, with sequence 0.
+    TestStarted(TestStarted),
+    /// A test ended. Always the last event of a test.
+    TestFinished(TestFinished),
+    /// An operation (a span) began: a request, an assertion.
+    OperationStarted(OperationStarted),
+    /// An operation ended.
+    OperationEnded(OperationEnded),
+    /// Something was observed at a point in time (a span event).
+    Observation(Observation),
+    /// A document was attached to the test.
+    Attachment(Attachment),
+    /// An event kind this version does not know (written by a newer minor version).
+    Unknown {
+        /// The kind's name as it was written.
+        kind: String,
+    },
+}
+
+impl EventKind {
+    /// The kind's name as it appears on the wire (`"test_started"`, `"observation"`, …).
+    pub fn name(&self) -> &str {
+        match self {
+            EventKind::TestStarted(_) => "test_started",
+            EventKind::TestFinished(_) => "test_finished",
+            EventKind::OperationStarted(_) => "operation_started",
+            EventKind::OperationEnded(_) => "operation_ended",
+            EventKind::Observation(_) => "observation",
+            EventKind::Attachment(_) => "attachment",
+            EventKind::Unknown { kind } => kind,
+        }
+    }
+}
+
+impl Serialize for EventKind {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(1))?;
+        match self {
+            EventKind::TestStarted(v) => map.serialize_entry("test_started", v)?,
+            EventKind::TestFinished(v) => map.serialize_entry("test_finished", v)?,
+            EventKind::OperationStarted(v) => map.serialize_entry("operation_started", v)?,
+            EventKind::OperationEnded(v) => map.serialize_entry("operation_ended", v)?,
+            EventKind::Observation(v) => map.serialize_entry("observation", v)?,
+            EventKind::Attachment(v) => map.serialize_entry("attachment", v)?,
+            EventKind::Unknown { kind } => map.serialize_entry(kind, &serde_json::Map::new())?,
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for EventKind {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KindVisitor;
+        impl<'de> Visitor<'de> for KindVisitor {
+            type Value = EventKind;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object with one key naming the event kind")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<EventKind, A::Error> {
+                let Some(key) = map.next_key::<Cow<'de, str>>()? else {
+                    return Err(de::Error::custom("event kind object is empty"));
+                };
+                let kind = match &*key {
+                    "test_started" => EventKind::TestStarted(map.next_value()?),
+                    "test_finished" => EventKind::TestFinished(map.next_value()?),
+                    "operation_started" => EventKind::OperationStarted(map.next_value()?),
+                    "operation_ended" => EventKind::OperationEnded(map.next_value()?),
+                    "observation" => EventKind::Observation(map.next_value()?),
+                    "attachment" => EventKind::Attachment(map.next_value()?),
+                    other => {
+                        map.next_value::<IgnoredAny>()?;
+                        EventKind::Unknown {
+                            kind: other.to_owned(),
+                        }
+                    }
+                };
+                // A newer writer may add keys beside the kind; they are ignored like unknown fields.
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(kind)
+            }
+        }
+        deserializer.deserialize_map(KindVisitor)
+    }
+}
+
+// === payloads ===
+
+/// Payload of [`EventKind::TestStarted`].
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct TestStarted {
+    /// The test's name as the test runner shows it (`module::test_fn`).
+    pub name: String,
+    /// The application the test is bound to, if any (`#[application("orders")]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub application: Option<String>,
+    /// The client binding of `#[application("orders", "Rest:payments")]`, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+    /// Where the test is defined (`tests/orders.rs:12`), if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
+}
+
+impl TestStarted {
+    /// A start event for the test `name`.
+    pub fn new(name: impl Into<String>) -> Self {
+        TestStarted {
+            name: name.into(),
+            ..Default::default()
+        }
+    }
+
+    /// Sets the bound application.
+    pub fn with_application(mut self, application: Option<String>) -> Self {
+        self.application = application;
+        self
+    }
+
+    /// Sets the bound client.
+    pub fn with_client(mut self, client: Option<String>) -> Self {
+        self.client = client;
+        self
+    }
+
+    /// Sets the source location.
+    pub fn with_location(mut self, location: Option<String>) -> Self {
+        self.location = location;
+        self
+    }
+}
+
+/// Payload of [`EventKind::TestFinished`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestFinished {
+    /// How the test ended.
+    pub outcome: TestOutcome,
+    /// Wall time from start to finish.
+    #[serde(rename = "duration_ns", with = "duration_ns")]
+    pub duration: Duration,
+}
+
+/// How a test ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum TestOutcome {
+    /// The test ran to the end without a failure.
+    Passed,
+    /// The test failed: an assertion, a panic, or an `Err` returned.
+    Failed {
+        /// The failure's message, already redacted.
+        message: String,
+    },
+    /// The test did not run.
+    Skipped {
+        /// Why it did not run.
+        reason: String,
+    },
+    /// The test started and never finished: its process was killed or aborted. Never written
+    /// by a running test; a reader concludes it from a start with no finish.
+    Interrupted,
+}
+
+impl TestOutcome {
+    /// The word used in reports and terminal lines: `Passed`, `Failed`, `Skipped`, `Interrupted`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            TestOutcome::Passed => "Passed",
+            TestOutcome::Failed { .. } => "Failed",
+            TestOutcome::Skipped { .. } => "Skipped",
+            TestOutcome::Interrupted => "Interrupted",
+        }
+    }
+
+    /// True for [`TestOutcome::Failed`] and [`TestOutcome::Interrupted`]: a run holding one is not green.
+    pub fn is_failure(&self) -> bool {
+        matches!(self, TestOutcome::Failed { .. } | TestOutcome::Interrupted)
+    }
+}
+
+/// Payload of [`EventKind::OperationStarted`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct OperationStarted {
+    /// The operation's type: `http.request`, `assert.http.status`, … (see [`crate::semconv`]).
+    pub name: Cow<'static, str>,
+    /// What a person reads: `REST · GET /orders/{id}`.
+    pub display_name: String,
+    /// The entity performing it: `client:reqwest::Client:Rest:orders`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entity: Option<String>,
+    /// Attributes known when it began.
+    #[serde(default, skip_serializing_if = "Attributes::is_empty")]
+    pub attributes: Attributes,
+}
+
+impl OperationStarted {
+    /// An operation of type `name`, shown as `display_name`.
+    pub fn new(name: impl Into<Cow<'static, str>>, display_name: impl Into<String>) -> Self {
+        OperationStarted {
+            name: name.into(),
+            display_name: display_name.into(),
+            entity: None,
+            attributes: Attributes::new(),
+        }
+    }
+
+    /// Sets the entity.
+    pub fn with_entity(mut self, entity: impl Into<String>) -> Self {
+        self.entity = Some(entity.into());
+        self
+    }
+
+    /// Sets the attributes.
+    pub fn with_attributes(mut self, attributes: Attributes) -> Self {
+        self.attributes = attributes;
+        self
+    }
+}
+
+/// Payload of [`EventKind::OperationEnded`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct OperationEnded {
+    /// The id of the [`OperationStarted`] event this ends.
+    pub operation: EventId,
+    /// Whether it succeeded.
+    pub status: OperationStatus,
+    /// Wall time from start to end.
+    #[serde(rename = "duration_ns", with = "duration_ns")]
+    pub duration: Duration,
+    /// Attributes learnt while it ran (a response status, say).
+    #[serde(default, skip_serializing_if = "Attributes::is_empty")]
+    pub attributes: Attributes,
+}
+
+impl OperationEnded {
+    /// The end of `operation`.
+    pub fn new(operation: EventId, status: OperationStatus, duration: Duration) -> Self {
+        OperationEnded {
+            operation,
+            status,
+            duration,
+            attributes: Attributes::new(),
+        }
+    }
+
+    /// Sets the attributes.
+    pub fn with_attributes(mut self, attributes: Attributes) -> Self {
+        self.attributes = attributes;
+        self
+    }
+}
+
+/// How an operation ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum OperationStatus {
+    /// It did what it set out to do (an assertion held, a request got a response).
+    Ok,
+    /// It failed.
+    Error {
+        /// Why, already redacted.
+        message: String,
+    },
+}
+
+/// Payload of [`EventKind::Observation`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Observation {
+    /// What was observed: `http.response`, `http.failure`, … (see [`crate::semconv`]).
+    pub name: Cow<'static, str>,
+    /// Its contents.
+    #[serde(default, skip_serializing_if = "Attributes::is_empty")]
+    pub attributes: Attributes,
+}
+
+impl Observation {
+    /// An observation named `name`.
+    pub fn new(name: impl Into<Cow<'static, str>>, attributes: Attributes) -> Self {
+        Observation {
+            name: name.into(),
+            attributes,
+        }
+    }
+}
+
+/// Payload of [`EventKind::Attachment`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Attachment {
+    /// Its name within the test: `rest-01-request`, …
+    pub name: String,
+    /// A line about it (a response's status, say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Its media type.
+    pub media_type: String,
+    /// Its content: in memory while on the bus, a blob reference once archived.
+    pub content: AttachmentContent,
+}
+
+impl Attachment {
+    /// An attachment holding `bytes`.
+    pub fn new(name: impl Into<String>, media_type: impl Into<String>, bytes: impl Into<Arc<[u8]>>) -> Self {
+        Attachment {
+            name: name.into(),
+            description: None,
+            media_type: media_type.into(),
+            content: AttachmentContent::Inline(bytes.into()),
+        }
+    }
+
+    /// Sets the description.
+    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+}
+
+/// Where an attachment's bytes are.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum AttachmentContent {
+    /// The bytes themselves (base64 on the wire).
+    Inline(#[serde(with = "base64_bytes")] Arc<[u8]>),
+    /// A content-addressed blob in the archive.
+    Blob {
+        /// Lowercase hex SHA-256 of the (already redacted) bytes.
+        sha256: String,
+        /// Length in bytes.
+        size: u64,
+    },
+}
+
+mod base64_bytes {
+    use super::*;
+    use base64::Engine as _;
+
+    pub(super) fn serialize<S: Serializer>(bytes: &Arc<[u8]>, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(bytes))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Arc<[u8]>, D::Error> {
+        let text = Cow::<str>::deserialize(d)?;
+        base64::engine::general_purpose::STANDARD
+            .decode(text.as_bytes())
+            .map(Arc::from)
+            .map_err(de::Error::custom)
+    }
+}
+
+// === attributes ===
+
+/// The value of an attribute: the value types OpenTelemetry allows.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AttributeValue {
+    /// A string.
+    Str(String),
+    /// A signed integer.
+    Int(i64),
+    /// A floating-point number.
+    Float(f64),
+    /// A boolean.
+    Bool(bool),
+    /// A list of strings (a multi-valued header, say).
+    StrList(Vec<String>),
+}
+
+impl AttributeValue {
+    /// The string, if this is one.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            AttributeValue::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The integer, if this is one.
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            AttributeValue::Int(i) => Some(*i),
+            _ => None,
+        }
+    }
+
+    /// The boolean, if this is one.
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            AttributeValue::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+
+    /// The list, if this is one.
+    pub fn as_str_list(&self) -> Option<&[String]> {
+        match self {
+            AttributeValue::StrList(l) => Some(l),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for AttributeValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AttributeValue::Str(s) => f.write_str(s),
+            AttributeValue::Int(i) => write!(f, "{i}"),
+            AttributeValue::Float(x) => write!(f, "{x}"),
+            AttributeValue::Bool(b) => write!(f, "{b}"),
+            AttributeValue::StrList(l) => f.write_str(&l.join(", ")),
+        }
+    }
+}
+
+macro_rules! attribute_from {
+    ($($t:ty => $variant:ident $(as $cast:ty)?),* $(,)?) => {$(
+        impl From<$t> for AttributeValue {
+            fn from(value: $t) -> Self {
+                AttributeValue::$variant(value $(as $cast)?)
+            }
+        }
+    )*};
+}
+
+attribute_from! {
+    i64 => Int, i32 => Int as i64, u16 => Int as i64, u32 => Int as i64,
+    f64 => Float, bool => Bool, String => Str, Vec<String> => StrList,
+}
+
+impl From<&str> for AttributeValue {
+    fn from(value: &str) -> Self {
+        AttributeValue::Str(value.to_owned())
+    }
+}
+
+impl From<u64> for AttributeValue {
+    fn from(value: u64) -> Self {
+        i64::try_from(value).map_or(AttributeValue::Float(value as f64), AttributeValue::Int)
+    }
+}
+
+impl From<usize> for AttributeValue {
+    fn from(value: usize) -> Self {
+        AttributeValue::from(value as u64)
+    }
+}
+
+impl Serialize for AttributeValue {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            AttributeValue::Str(s) => serializer.serialize_str(s),
+            AttributeValue::Int(i) => serializer.serialize_i64(*i),
+            AttributeValue::Float(x) => serializer.serialize_f64(*x),
+            AttributeValue::Bool(b) => serializer.serialize_bool(*b),
+            AttributeValue::StrList(list) => {
+                let mut seq = serializer.serialize_seq(Some(list.len()))?;
+                for item in list {
+                    seq.serialize_element(item)?;
+                }
+                seq.end()
+            }
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for AttributeValue {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        // Hand-written rather than `#[serde(untagged)]`: untagged enums buffer every value
+        // before trying variants, and the CLI reads millions of these.
+        struct ValueVisitor;
+        impl<'de> Visitor<'de> for ValueVisitor {
+            type Value = AttributeValue;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string, number, boolean or list of strings")
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<AttributeValue, E> {
+                Ok(AttributeValue::Bool(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<AttributeValue, E> {
+                Ok(AttributeValue::Int(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<AttributeValue, E> {
+                Ok(AttributeValue::from(v))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<AttributeValue, E> {
+                Ok(AttributeValue::Float(v))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<AttributeValue, E> {
+                Ok(AttributeValue::Str(v.to_owned()))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<AttributeValue, E> {
+                Ok(AttributeValue::Str(v))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<AttributeValue, A::Error> {
+                let mut list = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
+                while let Some(item) = seq.next_element::<String>()? {
+                    list.push(item);
+                }
+                Ok(AttributeValue::StrList(list))
+            }
+        }
+        deserializer.deserialize_any(ValueVisitor)
+    }
+}
+
+/// An ordered list of attributes; serialized as a JSON object.
+///
+/// Keys are usually `&'static str` constants from [`crate::semconv`], so building a list does
+/// not allocate for keys.
+///
+/// ```
+/// use kit_core::{Attributes, semconv};
+/// let attrs = Attributes::new()
+///     .with(semconv::HTTP_REQUEST_METHOD, "GET")
+///     .with(semconv::HTTP_RESPONSE_STATUS_CODE, 200);
+/// assert_eq!(attrs.get_str(semconv::HTTP_REQUEST_METHOD), Some("GET"));
+/// assert_eq!(attrs.get_i64(semconv::HTTP_RESPONSE_STATUS_CODE), Some(200));
+/// ```
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Attributes(Vec<(Cow<'static, str>, AttributeValue)>);
+
+impl Attributes {
+    /// An empty list.
+    pub const fn new() -> Self {
+        Attributes(Vec::new())
+    }
+
+    /// An empty list with room for `n` attributes.
+    pub fn with_capacity(n: usize) -> Self {
+        Attributes(Vec::with_capacity(n))
+    }
+
+    /// Appends an attribute and returns the list.
+    pub fn with(mut self, key: impl Into<Cow<'static, str>>, value: impl Into<AttributeValue>) -> Self {
+        self.push(key, value);
+        self
+    }
+
+    /// Appends an attribute.
+    pub fn push(&mut self, key: impl Into<Cow<'static, str>>, value: impl Into<AttributeValue>) {
+        self.0.push((key.into(), value.into()));
+    }
+
+    /// The first value under `key`.
+    pub fn get(&self, key: &str) -> Option<&AttributeValue> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
+    /// The first value under `key`, if it is a string.
+    pub fn get_str(&self, key: &str) -> Option<&str> {
+        self.get(key).and_then(AttributeValue::as_str)
+    }
+
+    /// The first value under `key`, if it is an integer.
+    pub fn get_i64(&self, key: &str) -> Option<i64> {
+        self.get(key).and_then(AttributeValue::as_i64)
+    }
+
+    /// All attributes in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &AttributeValue)> {
+        self.0.iter().map(|(k, v)| (&**k, v))
+    }
+
+    /// How many attributes there are.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl Serialize for Attributes {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            map.serialize_entry(&**k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Attributes {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct MapVisitor;
+        impl<'de> Visitor<'de> for MapVisitor {
+            type Value = Attributes;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object of attributes")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Attributes, A::Error> {
+                let mut out = Vec::with_capacity(map.size_hint().unwrap_or(0).min(64));
+                while let Some((k, v)) = map.next_entry::<String, AttributeValue>()? {
+                    out.push((Cow::Owned(k), v));
+                }
+                Ok(Attributes(out))
+            }
+        }
+        deserializer.deserialize_map(MapVisitor)
+    }
+}
+
+impl<K: Into<Cow<'static, str>>, V: Into<AttributeValue>> FromIterator<(K, V)> for Attributes {
+    fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
+        Attributes(iter.into_iter().map(|(k, v)| (k.into(), v.into())).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(kind: EventKind) -> Event {
+        Event {
+            run_id: RunId::new("run-1").unwrap(),
+            test_id: TestId::generate(),
+            id: EventId::generate(),
+            parent_id: Some(EventId::generate()),
+            sequence: 3,
+            timestamp: Timestamp::now(),
+            kind,
+        }
+    }
+
+    #[test]
+    fn every_kind_round_trips_through_json() {
+        let kinds = vec![
+            EventKind::TestStarted(
+                TestStarted::new("orders::creates").with_application(Some("orders".into())),
+            ),
+            EventKind::TestFinished(TestFinished {
+                outcome: TestOutcome::Failed {
+                    message: "boom".into(),
+                },
+                duration: Duration::from_micros(1500),
+            }),
+            EventKind::OperationStarted(
+                OperationStarted::new("http.request", "REST · GET /orders")
+                    .with_entity("client:reqwest::Client:Rest:orders")
+                    .with_attributes(Attributes::new().with("http.request.method", "GET")),
+            ),
+            EventKind::OperationEnded(OperationEnded::new(
+                EventId::generate(),
+                OperationStatus::Error {
+                    message: "refused".into(),
+                },
+                Duration::from_millis(2),
+            )),
+            EventKind::Observation(Observation::new(
+                "http.response",
+                Attributes::new()
+                    .with("http.response.status_code", 201)
+                    .with("ratio", 0.5)
+                    .with("flag", true)
+                    .with(
+                        "http.response.header.set-cookie",
+                        vec!["a".to_owned(), "b".to_owned()],
+                    ),
+            )),
+            EventKind::Attachment(
+                Attachment::new("rest-01-request", "application/json", b"{\"a\":1}".to_vec())
+                    .with_description("201 Created"),
+            ),
+        ];
+        for kind in kinds {
+            let event = sample(kind);
+            let json = serde_json::to_string(&event).unwrap();
+            let back: Event = serde_json::from_str(&json).unwrap();
+            assert_eq!(back, event, "{json}");
+        }
+    }
+
+    #[test]
+    fn unknown_kinds_and_fields_are_skipped() {
+        let json = r#"{"run_id":"r","test_id":"0193a0b4-6f3c-7cc2-9a4e-0f3f9d8a1b2c","id":"00000000000000ff",
+            "sequence":1,"timestamp":5,"future_field":[1,2],"kind":{"hologram":{"x":{"y":1}}}}"#;
+        let event: Event = serde_json::from_str(json).unwrap();
+        assert_eq!(
+            event.kind,
+            EventKind::Unknown {
+                kind: "hologram".into()
+            }
+        );
+        assert_eq!(event.parent_id, None);
+        assert_eq!(event.id.as_u64(), 255);
+    }
+
+    #[test]
+    fn run_ids_that_could_escape_a_folder_are_rejected() {
+        for bad in ["", ".", "..", "a/b", "a\\b", "x y", "é", &"a".repeat(129)] {
+            assert!(RunId::new(bad).is_err(), "{bad:?} accepted");
+        }
+        assert!(RunId::new("0193a0b4-6f3c-7cc2-9a4e-0f3f9d8a1b2c").is_ok());
+        assert!(RunId::generate().as_str().len() == 36);
+    }
+
+    #[test]
+    fn ids_display_and_parse_back() {
+        let id = EventId::generate();
+        assert_eq!(id.to_string().len(), 16);
+        assert_eq!(id.to_string().parse::<EventId>().unwrap(), id);
+        assert!("0".parse::<EventId>().is_err());
+        assert!("xyz".parse::<EventId>().is_err());
+        let t = TestId::generate();
+        assert_eq!(t.to_string().parse::<TestId>().unwrap(), t);
+    }
+
+    #[test]
+    fn test_ids_are_time_ordered() {
+        let ids: Vec<TestId> = (0..1000).map(|_| TestId::generate()).collect();
+        assert!(ids.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn event_ids_do_not_repeat() {
+        let ids: std::collections::HashSet<u64> =
+            (0..100_000).map(|_| EventId::generate().as_u64()).collect();
+        assert_eq!(ids.len(), 100_000);
+    }
+}

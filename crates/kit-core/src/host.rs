@@ -1,0 +1,479 @@
+//! The host: what a test binary registers once (applications, protocols, collectors) and
+//! every test then reads.
+//!
+//! A test binary builds one [`Host`] with a [`KitBuilder`], usually in the function marked
+//! `#[kit::host]`. Protocol crates extend the builders through extension traits (the REST
+//! crate adds `add_rest`) and keep what they register in the builders' [`Extensions`], a map
+//! keyed by type, so this crate needs to know nothing about them.
+
+use std::any::{Any, TypeId};
+use std::collections::{BTreeSet, HashMap};
+use std::fmt;
+use std::sync::Arc;
+
+use crate::collector::Collector;
+use crate::config::{ConfigError, Configuration};
+
+/// Values of any `Send + Sync` type, at most one per type.
+#[derive(Default)]
+pub struct Extensions {
+    map: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
+}
+
+impl fmt::Debug for Extensions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Extensions")
+            .field("len", &self.map.len())
+            .finish()
+    }
+}
+
+impl Extensions {
+    /// An empty map.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The value of type `T`, if any.
+    pub fn get<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.map.get(&TypeId::of::<T>()).and_then(|b| b.downcast_ref())
+    }
+
+    /// The value of type `T`, mutably, if any.
+    pub fn get_mut<T: Send + Sync + 'static>(&mut self) -> Option<&mut T> {
+        self.map
+            .get_mut(&TypeId::of::<T>())
+            .and_then(|b| b.downcast_mut())
+    }
+
+    /// The value of type `T`, inserting `make()` first if there is none.
+    pub fn get_or_insert_with<T: Send + Sync + 'static>(&mut self, make: impl FnOnce() -> T) -> &mut T {
+        let slot = self
+            .map
+            .entry(TypeId::of::<T>())
+            .or_insert_with(|| Box::new(make()));
+        match slot.downcast_mut() {
+            Some(value) => value,
+            // The map only ever stores a `T` under `TypeId::of::<T>()`.
+            None => unreachable!("extension stored under the wrong type id"),
+        }
+    }
+
+    /// Inserts `value`, returning the one it replaces.
+    pub fn insert<T: Send + Sync + 'static>(&mut self, value: T) -> Option<T> {
+        self.map
+            .insert(TypeId::of::<T>(), Box::new(value))
+            .and_then(|old| old.downcast().ok().map(|b| *b))
+    }
+
+    /// Removes and returns the value of type `T`.
+    pub fn remove<T: Send + Sync + 'static>(&mut self) -> Option<T> {
+        self.map
+            .remove(&TypeId::of::<T>())
+            .and_then(|old| old.downcast().ok().map(|b| *b))
+    }
+}
+
+/// What kind of capability a host offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum KitCapabilityKinds {
+    /// A protocol a test can speak (`REST`).
+    Protocol,
+}
+
+impl fmt::Display for KitCapabilityKinds {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            KitCapabilityKinds::Protocol => f.write_str("Protocol"),
+        }
+    }
+}
+
+/// Something a host can do, that a test may require (`#[requires_capability(Protocol, "REST")]`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Capability {
+    /// Its kind.
+    pub kind: KitCapabilityKinds,
+    /// Its name within the kind; compared case-insensitively.
+    pub name: String,
+}
+
+impl Capability {
+    /// A protocol capability (`Capability::protocol("REST")`).
+    pub fn protocol(name: impl Into<String>) -> Self {
+        Capability {
+            kind: KitCapabilityKinds::Protocol,
+            name: name.into(),
+        }
+    }
+}
+
+impl fmt::Display for Capability {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.kind, self.name)
+    }
+}
+
+/// Building the host failed: every problem found while registering, at once.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// The configuration could not be loaded.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// Registration found problems (a relative base URL, say).
+    #[error("the kit host is misconfigured:\n{}", .0.iter().map(|e| format!("  - {e}")).collect::<Vec<_>>().join("\n"))]
+    Registration(Vec<String>),
+}
+
+/// Registers applications, protocols and collectors; consumed by [`KitBuilder::build`].
+///
+/// ```
+/// use kit_core::{Configuration, KitBuilder};
+///
+/// let mut kit = KitBuilder::new(Configuration::new());
+/// kit.add_application("orders", |app| {
+///     assert_eq!(app.name(), "orders");
+/// });
+/// let host = kit.build().unwrap().host;
+/// assert!(host.application("ORDERS").is_some());
+/// ```
+pub struct KitBuilder {
+    configuration: Configuration,
+    applications: Vec<ApplicationBuilder>,
+    extensions: Extensions,
+    capabilities: BTreeSet<Capability>,
+    collectors: Vec<Box<dyn Collector>>,
+    errors: Vec<String>,
+}
+
+impl fmt::Debug for KitBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KitBuilder")
+            .field(
+                "applications",
+                &self.applications.iter().map(|a| &a.name).collect::<Vec<_>>(),
+            )
+            .field("capabilities", &self.capabilities)
+            .finish_non_exhaustive()
+    }
+}
+
+impl KitBuilder {
+    /// A builder over `configuration`.
+    pub fn new(configuration: Configuration) -> Self {
+        KitBuilder {
+            configuration,
+            applications: Vec::new(),
+            extensions: Extensions::new(),
+            capabilities: BTreeSet::new(),
+            collectors: Vec::new(),
+            errors: Vec::new(),
+        }
+    }
+
+    /// The configuration the host is built over.
+    pub fn configuration(&self) -> &Configuration {
+        &self.configuration
+    }
+
+    /// The configuration, to change in code (values set here lose to files and environment
+    /// only if set before those are loaded; the host's loader loads them first).
+    pub fn configuration_mut(&mut self) -> &mut Configuration {
+        &mut self.configuration
+    }
+
+    /// Registers the application `name` (or reopens it: calls with the same name, compared
+    /// case-insensitively, configure one application) and configures it.
+    pub fn add_application(
+        &mut self,
+        name: &str,
+        configure: impl FnOnce(&mut ApplicationBuilder),
+    ) -> &mut Self {
+        let index = match self
+            .applications
+            .iter()
+            .position(|a| a.name.eq_ignore_ascii_case(name))
+        {
+            Some(i) => i,
+            None => {
+                self.applications
+                    .push(ApplicationBuilder::new(name, &self.configuration));
+                self.applications.len() - 1
+            }
+        };
+        configure(&mut self.applications[index]);
+        self
+    }
+
+    /// Adds a collector to the bus.
+    pub fn add_collector(&mut self, collector: impl Collector) -> &mut Self {
+        self.collectors.push(Box::new(collector));
+        self
+    }
+
+    /// Adds a boxed collector to the bus.
+    pub fn add_boxed_collector(&mut self, collector: Box<dyn Collector>) -> &mut Self {
+        self.collectors.push(collector);
+        self
+    }
+
+    /// Declares a capability of the host.
+    pub fn add_capability(&mut self, capability: Capability) -> &mut Self {
+        self.capabilities.insert(capability);
+        self
+    }
+
+    /// Host-level extensions (protocol registrations that belong to no application).
+    pub fn extensions(&self) -> &Extensions {
+        &self.extensions
+    }
+
+    /// Host-level extensions, mutably.
+    pub fn extensions_mut(&mut self) -> &mut Extensions {
+        &mut self.extensions
+    }
+
+    /// Records a registration problem; [`build`](KitBuilder::build) reports them all.
+    pub fn record_error(&mut self, message: impl Into<String>) {
+        self.errors.push(message.into());
+    }
+
+    /// Builds the host, or reports every registration problem at once.
+    pub fn build(self) -> Result<BuiltHost, BuildError> {
+        let mut errors = self.errors;
+        let mut capabilities = self.capabilities;
+        let mut applications = Vec::with_capacity(self.applications.len());
+        for app in self.applications {
+            errors.extend(app.errors);
+            capabilities.extend(app.capabilities);
+            applications.push(Arc::new(Application {
+                name: app.name,
+                extensions: app.extensions,
+            }));
+        }
+        if !errors.is_empty() {
+            return Err(BuildError::Registration(errors));
+        }
+        Ok(BuiltHost {
+            host: Host {
+                configuration: self.configuration,
+                applications,
+                extensions: self.extensions,
+                capabilities,
+            },
+            collectors: self.collectors,
+        })
+    }
+}
+
+/// The result of [`KitBuilder::build`]: the host, and the collectors to put on the bus.
+pub struct BuiltHost {
+    /// The host.
+    pub host: Host,
+    /// The collectors registered while building.
+    pub collectors: Vec<Box<dyn Collector>>,
+}
+
+impl fmt::Debug for BuiltHost {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BuiltHost")
+            .field("host", &self.host)
+            .field("collectors", &self.collectors.len())
+            .finish()
+    }
+}
+
+/// Registers one application's protocols and pieces.
+pub struct ApplicationBuilder {
+    name: String,
+    extensions: Extensions,
+    capabilities: BTreeSet<Capability>,
+    errors: Vec<String>,
+    base_url: Option<String>,
+}
+
+impl fmt::Debug for ApplicationBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ApplicationBuilder")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ApplicationBuilder {
+    fn new(name: &str, configuration: &Configuration) -> Self {
+        ApplicationBuilder {
+            name: name.to_owned(),
+            extensions: Extensions::new(),
+            capabilities: BTreeSet::new(),
+            errors: Vec::new(),
+            base_url: configuration
+                .get(&format!("Kit:Applications:{name}:BaseUrl"))
+                .map(str::to_owned),
+        }
+    }
+
+    /// The application's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// `Kit:Applications:{name}:BaseUrl` as configured, if it is.
+    pub fn configured_base_url(&self) -> Option<&str> {
+        self.base_url.as_deref()
+    }
+
+    /// Declares a capability (protocols declare theirs when registered).
+    pub fn add_capability(&mut self, capability: Capability) -> &mut Self {
+        self.capabilities.insert(capability);
+        self
+    }
+
+    /// The application's extensions (protocol registrations, in-process servers).
+    pub fn extensions(&self) -> &Extensions {
+        &self.extensions
+    }
+
+    /// The application's extensions, mutably.
+    pub fn extensions_mut(&mut self) -> &mut Extensions {
+        &mut self.extensions
+    }
+
+    /// Records a registration problem; the host build reports them all.
+    pub fn record_error(&mut self, message: impl Into<String>) {
+        self.errors.push(message.into());
+    }
+}
+
+/// One registered application, as tests see it.
+pub struct Application {
+    name: String,
+    extensions: Extensions,
+}
+
+impl fmt::Debug for Application {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Application")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Application {
+    /// Its name, as first registered.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its extensions.
+    pub fn extensions(&self) -> &Extensions {
+        &self.extensions
+    }
+}
+
+/// What a test binary registered, read by every test.
+pub struct Host {
+    configuration: Configuration,
+    applications: Vec<Arc<Application>>,
+    extensions: Extensions,
+    capabilities: BTreeSet<Capability>,
+}
+
+impl fmt::Debug for Host {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Host")
+            .field("applications", &self.applications)
+            .field("capabilities", &self.capabilities)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Host {
+    /// The configuration.
+    pub fn configuration(&self) -> &Configuration {
+        &self.configuration
+    }
+
+    /// The applications, in registration order.
+    pub fn applications(&self) -> &[Arc<Application>] {
+        &self.applications
+    }
+
+    /// The application called `name`, case-insensitively.
+    pub fn application(&self, name: &str) -> Option<&Arc<Application>> {
+        self.applications
+            .iter()
+            .find(|a| a.name.eq_ignore_ascii_case(name))
+    }
+
+    /// Host-level extensions.
+    pub fn extensions(&self) -> &Extensions {
+        &self.extensions
+    }
+
+    /// Whether the host offers `capability` (names compared case-insensitively).
+    pub fn has_capability(&self, capability: &Capability) -> bool {
+        self.capabilities
+            .iter()
+            .any(|c| c.kind == capability.kind && c.name.eq_ignore_ascii_case(&capability.name))
+    }
+
+    /// Every capability the host offers.
+    pub fn capabilities(&self) -> impl Iterator<Item = &Capability> {
+        self.capabilities.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Default)]
+    struct Clients(Vec<&'static str>);
+
+    #[test]
+    fn repeated_add_application_configures_one_application() {
+        let mut kit = KitBuilder::new(Configuration::new());
+        kit.add_application("orders", |app| {
+            app.extensions_mut()
+                .get_or_insert_with(Clients::default)
+                .0
+                .push("a")
+        });
+        kit.add_application("Orders", |app| {
+            app.extensions_mut()
+                .get_or_insert_with(Clients::default)
+                .0
+                .push("b");
+            app.add_capability(Capability::protocol("REST"));
+        });
+        let host = kit.build().unwrap().host;
+        assert_eq!(host.applications().len(), 1);
+        let app = host.application("orders").unwrap();
+        assert_eq!(app.name(), "orders");
+        assert_eq!(app.extensions().get::<Clients>().unwrap().0, vec!["a", "b"]);
+        assert!(host.has_capability(&Capability::protocol("rest")));
+        assert!(!host.has_capability(&Capability::protocol("gRPC")));
+    }
+
+    #[test]
+    fn build_reports_every_registration_problem_at_once() {
+        let mut kit = KitBuilder::new(Configuration::new());
+        kit.record_error("first");
+        kit.add_application("a", |app| app.record_error("second"));
+        let err = kit.build().unwrap_err().to_string();
+        assert!(err.contains("  - first\n  - second"), "{err}");
+    }
+
+    #[test]
+    fn the_configured_base_url_is_visible_while_registering() {
+        let mut config = Configuration::new();
+        config.set("Kit:Applications:orders:BaseUrl", "http://x/");
+        let mut kit = KitBuilder::new(config);
+        kit.add_application("ORDERS", |app| {
+            assert_eq!(app.configured_base_url(), Some("http://x/"))
+        });
+    }
+}

@@ -1,0 +1,78 @@
+//! Turning panic payloads into messages.
+//!
+//! The kit's assertions panic with their typed error as the payload, so that
+//! `std::panic::catch_unwind` plus `downcast_ref` recovers it. Rust's default panic hook
+//! prints such a payload as `Box<dyn Any>`; registering the type here makes both the hook
+//! installed by [`install_panic_hook`] and [`panic_message`] show its `Display` text.
+
+use std::any::Any;
+use std::fmt::Display;
+use std::panic::PanicHookInfo;
+use std::sync::{Once, PoisonError, RwLock};
+
+type Formatter = fn(&(dyn Any + Send)) -> Option<String>;
+
+static FORMATTERS: RwLock<Vec<Formatter>> = RwLock::new(Vec::new());
+
+fn format_as<T: Display + 'static>(payload: &(dyn Any + Send)) -> Option<String> {
+    payload.downcast_ref::<T>().map(ToString::to_string)
+}
+
+/// Makes panics whose payload is a `T` print and report `T`'s `Display` text.
+///
+/// Registering the same type twice has no further effect.
+pub fn register_panic_payload<T: Display + Send + 'static>() {
+    let f: Formatter = format_as::<T>;
+    let mut list = FORMATTERS.write().unwrap_or_else(PoisonError::into_inner);
+    if !list.iter().any(|g| std::ptr::fn_addr_eq(*g, f)) {
+        list.push(f);
+    }
+}
+
+/// The message a panic payload carries: a `&str`, a `String`, or a registered type's text.
+///
+/// ```
+/// let payload = std::panic::catch_unwind(|| panic!("status was {}", 500)).unwrap_err();
+/// assert_eq!(kit_core::panic_message(&*payload), "status was 500");
+/// ```
+pub fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&'static str>() {
+        return (*s).to_owned();
+    }
+    if let Some(s) = payload.downcast_ref::<String>() {
+        return s.clone();
+    }
+    registered_message(payload).unwrap_or_else(|| "panicked with a payload that is not a message".to_owned())
+}
+
+fn registered_message(payload: &(dyn Any + Send)) -> Option<String> {
+    let list = FORMATTERS.read().unwrap_or_else(PoisonError::into_inner);
+    list.iter().find_map(|f| f(payload))
+}
+
+/// Installs, once per process, a panic hook that prints registered payload types by their
+/// `Display` text, and hands every other panic to the hook that was there before.
+pub fn install_panic_hook() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info: &PanicHookInfo<'_>| {
+            match registered_message(info.payload()) {
+                Some(message) => {
+                    let thread = std::thread::current();
+                    let name = thread.name().unwrap_or("<unnamed>");
+                    let location = info
+                        .location()
+                        .map(|l| format!(" at {}:{}:{}", l.file(), l.line(), l.column()))
+                        .unwrap_or_default();
+                    // eprintln! goes through libtest's output capture, as the default hook does.
+                    #[allow(clippy::print_stderr)]
+                    {
+                        eprintln!("\nthread '{name}' panicked{location}:\n{message}");
+                    }
+                }
+                None => previous(info),
+            }
+        }));
+    });
+}
