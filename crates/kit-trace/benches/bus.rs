@@ -1,0 +1,152 @@
+//! Bus throughput and producer send latency.
+//!
+//! Eight threads send events through the real producer path (`KitExecutionContext::observe`:
+//! envelope, per-test sequence lock, bounded channel) into
+//!
+//! - three counting collectors, and
+//! - the archive writer plus two counting collectors, each thread running tests of 1 000
+//!   events that start and finish (two commits per test) as a real run does.
+//!
+//! Prints events/s (the median of three runs) and the send latency percentiles of the median
+//! run, and checks that every collector received every event.
+//!
+//! `cargo bench -p kit-trace --bench bus` (set `KIT_BENCH_EVENTS` to change the total).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use kit_core::*;
+use kit_trace::{ArchiveWriter, RunManifest};
+
+const THREADS: usize = 8;
+const EVENTS_PER_TEST: usize = 1_000;
+
+struct Counting(Arc<AtomicU64>);
+
+impl Collector for Counting {
+    fn on_event(&mut self, _: &Event) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+struct Outcome {
+    events_per_sec: f64,
+    latencies: Vec<u32>,
+}
+
+fn template() -> Observation {
+    Observation::new(
+        semconv::OBS_HTTP_RESPONSE,
+        Attributes::new()
+            .with(semconv::HTTP_REQUEST_METHOD, "GET")
+            .with(semconv::HTTP_ROUTE, "/api/orders/{id}")
+            .with(semconv::HTTP_RESPONSE_STATUS_CODE, 200)
+            .with(semconv::URL_FULL, "http://127.0.0.1:8080/api/orders/42")
+            .with(semconv::KIT_DURATION_NS, 52_000),
+    )
+}
+
+fn run(total: usize, archive: bool) -> Outcome {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let counters: Vec<Arc<AtomicU64>> = (0..3).map(|_| Arc::new(AtomicU64::new(0))).collect();
+    let run_id = RunId::generate();
+    let mut builder = Bus::builder();
+    let counted = if archive {
+        let writer =
+            ArchiveWriter::create(dir.path(), RunManifest::new(run_id.clone(), "bench")).expect("writer");
+        builder = builder.collector(writer);
+        &counters[..2]
+    } else {
+        &counters[..]
+    };
+    for c in counted {
+        builder = builder.collector(Counting(Arc::clone(c)));
+    }
+    let bus = builder.start();
+    let host = KitBuilder::new(Configuration::new()).build().expect("host").host;
+    let kit = KitRun::new(host, bus.clone(), run_id);
+    let per_thread = total / THREADS;
+
+    let started = Instant::now();
+    let threads: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let kit = kit.clone();
+            std::thread::spawn(move || {
+                let template = template();
+                let mut latencies = Vec::with_capacity(per_thread);
+                let mut sent = 0;
+                let mut n = 0;
+                while sent < per_thread {
+                    let ctx = kit.begin_test(TestStarted::new(format!("bench::t{t}_{n}")));
+                    ctx.flush().expect("flush");
+                    let in_test = EVENTS_PER_TEST.min(per_thread - sent);
+                    for _ in 0..in_test.saturating_sub(2) {
+                        let observation = template.clone();
+                        let t0 = Instant::now();
+                        ctx.observe(None, observation);
+                        latencies.push(t0.elapsed().as_nanos() as u32);
+                    }
+                    ctx.finish(TestOutcome::Passed).expect("finish");
+                    sent += in_test.max(2);
+                    n += 1;
+                }
+                latencies
+            })
+        })
+        .collect();
+    let mut latencies: Vec<u32> = threads
+        .into_iter()
+        .flat_map(|t| t.join().expect("producer"))
+        .collect();
+    bus.flush().expect("final flush");
+    let elapsed = started.elapsed();
+    let stats = bus.shutdown().expect("shutdown");
+    for c in counted {
+        assert_eq!(
+            c.load(Ordering::Relaxed),
+            stats.published,
+            "a collector missed events"
+        );
+    }
+    assert_eq!(stats.published, stats.dispatched);
+    latencies.sort_unstable();
+    Outcome {
+        events_per_sec: stats.published as f64 / elapsed.as_secs_f64(),
+        latencies,
+    }
+}
+
+fn percentile(sorted: &[u32], p: f64) -> Duration {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    Duration::from_nanos(u64::from(sorted[i]))
+}
+
+#[allow(clippy::print_stdout)]
+fn main() {
+    let total: usize = std::env::var("KIT_BENCH_EVENTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
+    println!("bus: {THREADS} producer threads, {total} events per run, median of 3 runs");
+    println!(
+        "{:<44} {:>12} {:>9} {:>9} {:>9}",
+        "scenario", "events/s", "send p50", "send p99", "max"
+    );
+    for (name, archive) in [
+        ("3 counting collectors", false),
+        ("archive writer + 2 counting collectors", true),
+    ] {
+        let mut outcomes: Vec<Outcome> = (0..3).map(|_| run(total, archive)).collect();
+        outcomes.sort_by(|a, b| a.events_per_sec.total_cmp(&b.events_per_sec));
+        let median = &outcomes[1];
+        println!(
+            "{:<44} {:>12.0} {:>9?} {:>9?} {:>9?}",
+            name,
+            median.events_per_sec,
+            percentile(&median.latencies, 0.50),
+            percentile(&median.latencies, 0.99),
+            percentile(&median.latencies, 1.0),
+        );
+    }
+}

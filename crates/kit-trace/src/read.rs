@@ -1,0 +1,545 @@
+//! The archive reader. All use of the `zip` crate lives in this module.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::{File, TryLockError};
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use kit_core::{Event, EventKind, RunId, TestId, TestOutcome, TestStarted, Timestamp};
+
+use crate::TraceError;
+use crate::format::{
+    self, EntryPath, FORMAT_VERSION, MAX_BLOB_BYTES, MAX_SEGMENT_BYTES, MAX_SMALL_ENTRY_BYTES, MIME_TYPE,
+    RunManifest, SegmentHeader,
+};
+use crate::zipfile;
+
+/// One test, read back: its start, outcome and every event, in sequence order.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct TestRecord {
+    /// The run.
+    pub run_id: RunId,
+    /// The test.
+    pub test_id: TestId,
+    /// Its name.
+    pub name: String,
+    /// What its start event said (application, location, …).
+    pub started: TestStarted,
+    /// When it started.
+    pub started_at: Timestamp,
+    /// How it ended; [`TestOutcome::Interrupted`] when it never did.
+    pub outcome: TestOutcome,
+    /// How long it ran, when it finished.
+    pub duration: Option<Duration>,
+    /// Every event, `test_started` first, in sequence order.
+    pub events: Vec<Event>,
+}
+
+/// Caps on what a reader inflates. Declared sizes can lie (zip bombs), so each cap is
+/// enforced on the bytes actually inflated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ReaderLimits {
+    /// Largest segment (one part of one test's events).
+    pub max_segment_bytes: u64,
+    /// Largest blob (one attachment).
+    pub max_blob_bytes: u64,
+}
+
+impl Default for ReaderLimits {
+    fn default() -> Self {
+        ReaderLimits {
+            max_segment_bytes: MAX_SEGMENT_BYTES,
+            max_blob_bytes: MAX_BLOB_BYTES,
+        }
+    }
+}
+
+impl ReaderLimits {
+    /// The same limits with another segment cap.
+    pub fn with_max_segment_bytes(mut self, bytes: u64) -> Self {
+        self.max_segment_bytes = bytes;
+        self
+    }
+}
+
+/// A run in an archive.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RunSummary {
+    /// The run id.
+    pub run_id: RunId,
+    /// Its manifest; `None` if it was lost (salvaged archives).
+    pub manifest: Option<RunManifest>,
+    /// Its tests, in the order they started.
+    pub tests: Vec<TestId>,
+}
+
+/// How a damaged archive was read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Salvage {
+    /// Whole entries recovered.
+    pub entries: usize,
+    /// Bytes after the last whole entry that were left out.
+    pub dropped_bytes: u64,
+}
+
+/// The file as the `zip` crate sees it: the file itself, or a salvaged file's whole prefix
+/// followed by a central directory made for it in memory.
+enum Source {
+    File(File),
+    Spliced {
+        file: File,
+        prefix: u64,
+        tail: Vec<u8>,
+        pos: u64,
+    },
+}
+
+impl Read for Source {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Source::File(f) => f.read(buf),
+            Source::Spliced {
+                file,
+                prefix,
+                tail,
+                pos,
+            } => {
+                if *pos < *prefix {
+                    let want = buf.len().min((*prefix - *pos) as usize);
+                    file.seek(SeekFrom::Start(*pos))?;
+                    let n = file.read(&mut buf[..want])?;
+                    *pos += n as u64;
+                    Ok(n)
+                } else {
+                    let at = (*pos - *prefix) as usize;
+                    let n = buf.len().min(tail.len().saturating_sub(at));
+                    buf[..n].copy_from_slice(&tail[at..at + n]);
+                    *pos += n as u64;
+                    Ok(n)
+                }
+            }
+        }
+    }
+}
+
+impl Seek for Source {
+    fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
+        match self {
+            Source::File(f) => f.seek(to),
+            Source::Spliced {
+                prefix, tail, pos, ..
+            } => {
+                let end = *prefix + tail.len() as u64;
+                let target = match to {
+                    SeekFrom::Start(n) => Some(n),
+                    SeekFrom::End(d) => end.checked_add_signed(d),
+                    SeekFrom::Current(d) => pos.checked_add_signed(d),
+                };
+                *pos =
+                    target.ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "seek before start"))?;
+                Ok(*pos)
+            }
+        }
+    }
+}
+
+/// Reads a `.kittrace` archive, one test at a time.
+///
+/// Opening reads only the directory and the manifests; [`tests`](Self::tests) then reads each
+/// test's segments as it is reached, so memory grows with the largest test, not with the run.
+/// An archive whose writer was killed is salvaged: every whole entry is kept, and a test that
+/// started but never finished reads back as [`TestOutcome::Interrupted`].
+pub struct ArchiveReader {
+    path: PathBuf,
+    zip: zip::ZipArchive<Source>,
+    salvage: Option<Salvage>,
+    limits: ReaderLimits,
+    runs: Vec<RunSummary>,
+    /// Run id → test id → segment number → entry index.
+    segments: HashMap<RunId, HashMap<TestId, BTreeMap<u32, usize>>>,
+    blobs: HashMap<String, usize>,
+}
+
+impl std::fmt::Debug for ArchiveReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArchiveReader")
+            .field("path", &self.path)
+            .field("salvage", &self.salvage)
+            .field("runs", &self.runs.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ArchiveReader {
+    /// Opens an archive, salvaging it if its end was cut off.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, TraceError> {
+        Self::open_with(path, ReaderLimits::default())
+    }
+
+    /// Opens an archive with other caps on what it inflates.
+    pub fn open_with(path: impl AsRef<Path>, limits: ReaderLimits) -> Result<Self, TraceError> {
+        let path = path.as_ref().to_owned();
+        let io_err = |action, source| TraceError::Io {
+            path: path.clone(),
+            action,
+            source,
+        };
+        // Writers append under this lock; holding it shared while the directory is read means
+        // we never see a half-written one. Entries before it never change afterwards.
+        let _lock = shared_lock(&path)?;
+        let file = File::open(&path).map_err(|e| io_err("open", e))?;
+        let len = file.metadata().map_err(|e| io_err("read the size of", e))?.len();
+        if len == 0 {
+            return Err(not_an_archive(&path, "the file is empty"));
+        }
+        let mut magic = [0u8; 4];
+        let head = (&file).take(4).read(&mut magic).map_err(|e| io_err("read", e))?;
+        if head < 4 || magic != *b"PK\x03\x04" {
+            return Err(not_an_archive(&path, "it is not a zip file"));
+        }
+        let (source, salvage) = match zipfile::read_directory(&file, len) {
+            Ok(_) => (Source::File(file), None),
+            Err(_) => {
+                let salvaged = zipfile::salvage(&file, len).map_err(|e| io_err("read", e))?;
+                if salvaged.directory.entries.is_empty() {
+                    return Err(not_an_archive(&path, "no whole entry could be recovered from it"));
+                }
+                let salvage = Salvage {
+                    entries: salvaged.directory.entries.len(),
+                    dropped_bytes: salvaged.dropped_bytes,
+                };
+                let source = Source::Spliced {
+                    file,
+                    prefix: salvaged.directory.end_of_entries,
+                    tail: zipfile::directory_bytes(&salvaged.directory),
+                    pos: 0,
+                };
+                (source, Some(salvage))
+            }
+        };
+        let zip = zip::ZipArchive::new(source).map_err(|e| not_an_archive(&path, &e.to_string()))?;
+        let mut reader = ArchiveReader {
+            path,
+            zip,
+            salvage,
+            limits,
+            runs: Vec::new(),
+            segments: HashMap::new(),
+            blobs: HashMap::new(),
+        };
+        reader.index()?;
+        Ok(reader)
+    }
+
+    fn index(&mut self) -> Result<(), TraceError> {
+        let mut names = Vec::with_capacity(self.zip.len());
+        for i in 0..self.zip.len() {
+            let name = match self.zip.name_for_index(i) {
+                Some(Ok(name)) => name.into_owned(),
+                _ => {
+                    return Err(not_an_archive(
+                        &self.path,
+                        &format!("entry {i} has an unreadable name"),
+                    ));
+                }
+            };
+            if let Some(reason) = format::unsafe_name_reason(&name) {
+                return Err(TraceError::UnsafeEntryName {
+                    path: self.path.clone(),
+                    name,
+                    reason,
+                });
+            }
+            names.push(name);
+        }
+        if names.first().map(String::as_str) != Some(format::MIME_TYPE_ENTRY) {
+            return Err(not_an_archive(&self.path, "its first entry is not `mimetype`"));
+        }
+        let mime = self.read_entry(0, 256)?;
+        if mime != MIME_TYPE.as_bytes() {
+            return Err(not_an_archive(
+                &self.path,
+                "its `mimetype` entry names another format",
+            ));
+        }
+        let mut manifests = Vec::new();
+        let mut order: Vec<RunId> = Vec::new();
+        for (i, name) in names.iter().enumerate() {
+            match EntryPath::parse(name) {
+                EntryPath::Manifest(run) => {
+                    if !order.contains(&run) {
+                        order.push(run.clone());
+                    }
+                    manifests.push((run, i));
+                }
+                EntryPath::Segment(run, test, segment) => {
+                    if !order.contains(&run) {
+                        order.push(run.clone());
+                    }
+                    self.segments
+                        .entry(run)
+                        .or_default()
+                        .entry(test)
+                        .or_default()
+                        .insert(segment, i);
+                }
+                EntryPath::Blob(sha) => {
+                    self.blobs.insert(sha, i);
+                }
+                EntryPath::MimeType | EntryPath::Merge | EntryPath::Other => {}
+            }
+        }
+        let mut manifest_of = HashMap::new();
+        for (run, index) in manifests {
+            let bytes = self.read_entry(index, MAX_SMALL_ENTRY_BYTES)?;
+            let manifest: RunManifest = serde_json::from_slice(&bytes).map_err(|e| TraceError::BadEntry {
+                path: self.path.clone(),
+                entry: names[index].clone(),
+                reason: e.to_string(),
+            })?;
+            if manifest.format_version.major > FORMAT_VERSION.major {
+                return Err(TraceError::NewerFormat {
+                    path: self.path.clone(),
+                    found: manifest.format_version,
+                    supported: FORMAT_VERSION,
+                });
+            }
+            manifest_of.insert(run, manifest);
+        }
+        order.sort();
+        self.runs = order
+            .into_iter()
+            .map(|run_id| {
+                let mut tests: Vec<TestId> = self
+                    .segments
+                    .get(&run_id)
+                    .map(|t| t.keys().copied().collect())
+                    .unwrap_or_default();
+                tests.sort();
+                RunSummary {
+                    manifest: manifest_of.remove(&run_id),
+                    run_id,
+                    tests,
+                }
+            })
+            .collect();
+        Ok(())
+    }
+
+    /// The archive's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// `Some` when the archive was damaged and read by salvage.
+    pub fn salvage(&self) -> Option<Salvage> {
+        self.salvage
+    }
+
+    /// The runs in the archive, by run id.
+    pub fn runs(&self) -> &[RunSummary] {
+        &self.runs
+    }
+
+    /// How many tests the archive holds, over all runs.
+    pub fn test_count(&self) -> usize {
+        self.runs.iter().map(|r| r.tests.len()).sum()
+    }
+
+    fn read_entry(&mut self, index: usize, limit: u64) -> Result<Vec<u8>, TraceError> {
+        let path = self.path.clone();
+        let mut entry = self.zip.by_index(index).map_err(|e| TraceError::BadEntry {
+            path: path.clone(),
+            entry: format!("#{index}"),
+            reason: e.to_string(),
+        })?;
+        let name = entry
+            .name()
+            .map(|n| n.into_owned())
+            .unwrap_or_else(|_| format!("#{index}"));
+        // The declared size can lie (zip bombs); the cap is enforced on the bytes inflated.
+        if entry.size() > limit {
+            return Err(TraceError::EntryTooLarge {
+                path,
+                entry: name,
+                limit,
+            });
+        }
+        let mut out = Vec::with_capacity(entry.size() as usize);
+        (&mut entry)
+            .take(limit + 1)
+            .read_to_end(&mut out)
+            .map_err(|e| TraceError::BadEntry {
+                path: path.clone(),
+                entry: name.clone(),
+                reason: e.to_string(),
+            })?;
+        if out.len() as u64 > limit {
+            return Err(TraceError::EntryTooLarge {
+                path,
+                entry: name,
+                limit,
+            });
+        }
+        if out.len() as u64 != entry.size() {
+            return Err(TraceError::BadEntry {
+                path,
+                entry: name,
+                reason: format!("it holds {} bytes but declares {}", out.len(), entry.size()),
+            });
+        }
+        Ok(out)
+    }
+
+    /// Reads one test.
+    pub fn read_test(&mut self, run: &RunId, test: TestId) -> Result<TestRecord, TraceError> {
+        let segments: Vec<(u32, usize)> = self
+            .segments
+            .get(run)
+            .and_then(|tests| tests.get(&test))
+            .map(|s| s.iter().map(|(n, i)| (*n, *i)).collect())
+            .unwrap_or_default();
+        let mut events = Vec::new();
+        for (segment, index) in segments {
+            let bytes = self.read_entry(index, self.limits.max_segment_bytes)?;
+            let entry = format::segment_path(run, test, segment);
+            parse_segment(&self.path, &entry, &bytes, &mut events)?;
+        }
+        events.sort_by_key(|e| e.sequence);
+        let bad = |reason: &str| TraceError::BadEntry {
+            path: self.path.clone(),
+            entry: format::segment_path(run, test, 0),
+            reason: reason.to_owned(),
+        };
+        let Some(first) = events.first() else {
+            return Err(bad("the test has no events"));
+        };
+        let EventKind::TestStarted(started) = &first.kind else {
+            return Err(bad("the test's first event is not test_started"));
+        };
+        let started = started.clone();
+        let started_at = first.timestamp;
+        let (outcome, duration) = match events.iter().rev().find_map(|e| match &e.kind {
+            EventKind::TestFinished(f) => Some(f),
+            _ => None,
+        }) {
+            Some(finished) => (finished.outcome.clone(), Some(finished.duration)),
+            None => (TestOutcome::Interrupted, None),
+        };
+        Ok(TestRecord {
+            run_id: run.clone(),
+            test_id: test,
+            name: started.name.clone(),
+            started,
+            started_at,
+            outcome,
+            duration,
+            events,
+        })
+    }
+
+    /// Every test of every run, read one at a time, runs in id order and tests in start order.
+    pub fn tests(&mut self) -> Tests<'_> {
+        let queue = self
+            .runs
+            .iter()
+            .flat_map(|r| r.tests.iter().map(move |t| (r.run_id.clone(), *t)))
+            .collect::<Vec<_>>()
+            .into_iter();
+        Tests { reader: self, queue }
+    }
+
+    /// The bytes of a blob, by its SHA-256 (lowercase hex).
+    pub fn blob(&mut self, sha256: &str) -> Result<Vec<u8>, TraceError> {
+        let Some(index) = self.blobs.get(sha256).copied() else {
+            return Err(TraceError::BadEntry {
+                path: self.path.clone(),
+                entry: format::blob_path(sha256),
+                reason: "no such blob".into(),
+            });
+        };
+        self.read_entry(index, self.limits.max_blob_bytes)
+    }
+}
+
+/// Iterator over the tests of an archive; see [`ArchiveReader::tests`].
+pub struct Tests<'a> {
+    reader: &'a mut ArchiveReader,
+    queue: std::vec::IntoIter<(RunId, TestId)>,
+}
+
+impl Iterator for Tests<'_> {
+    type Item = Result<TestRecord, TraceError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        let (run, test) = self.queue.next()?;
+        Some(self.reader.read_test(&run, test))
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.queue.size_hint()
+    }
+}
+
+fn parse_segment(path: &Path, entry: &str, bytes: &[u8], events: &mut Vec<Event>) -> Result<(), TraceError> {
+    let bad = |line: usize, reason: String| TraceError::BadEntry {
+        path: path.to_owned(),
+        entry: format!("{entry}:{line}"),
+        reason,
+    };
+    let mut lines = bytes.split(|b| *b == b'\n').filter(|l| !l.is_empty()).enumerate();
+    let Some((_, header)) = lines.next() else {
+        return Err(bad(1, "the segment is empty".into()));
+    };
+    let header: SegmentHeader =
+        serde_json::from_slice(header).map_err(|e| bad(1, format!("bad segment header: {e}")))?;
+    let mut count = 0u64;
+    for (i, line) in lines {
+        let event: Event = serde_json::from_slice(line).map_err(|e| bad(i + 1, e.to_string()))?;
+        events.push(event);
+        count += 1;
+    }
+    if count != header.events {
+        return Err(bad(
+            1,
+            format!("the header declares {} events but {count} follow", header.events),
+        ));
+    }
+    Ok(())
+}
+
+fn not_an_archive(path: &Path, reason: &str) -> TraceError {
+    TraceError::NotAnArchive {
+        path: path.to_owned(),
+        reason: reason.to_owned(),
+    }
+}
+
+fn shared_lock(path: &Path) -> Result<Option<File>, TraceError> {
+    let mut lock_path = path.to_owned().into_os_string();
+    lock_path.push(".lock");
+    let Ok(file) = File::open(&lock_path) else {
+        // No lock file: no writer of this archive ran here (or it was copied). Nothing to wait for.
+        return Ok(None);
+    };
+    let started = Instant::now();
+    loop {
+        match file.try_lock_shared() {
+            Ok(()) => return Ok(Some(file)),
+            Err(TryLockError::WouldBlock) if started.elapsed() < Duration::from_secs(60) => {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Err(TryLockError::WouldBlock) => {
+                return Err(TraceError::LockTimedOut {
+                    path: lock_path.into(),
+                    waited: started.elapsed(),
+                });
+            }
+            // A lock file we cannot lock (read-only medium): read without it.
+            Err(TryLockError::Error(_)) => return Ok(None),
+        }
+    }
+}

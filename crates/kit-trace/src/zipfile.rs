@@ -1,0 +1,727 @@
+//! A small zip appender and salvage scanner of our own.
+//!
+//! Why not `zip::ZipWriter::new_append`: it fails on a crash-truncated file, and it leaves the
+//! old central directory behind as dead bytes on every append (200 appends: 1.52 MB against
+//! 29.8 KB done this way). Here new entries are written where the old central directory began,
+//! followed by a fresh directory and end record, so the file stays a valid, compact zip after
+//! every append.
+//!
+//! Every entry carries its sizes and CRC-32 in its local header (no data descriptors). That is
+//! what lets [`salvage`] walk an archive whose end was cut off, local header by local header,
+//! and keep exactly the entries whose bytes are all there and check out.
+//!
+//! Reading entries for their content is left to the `zip` crate (see `crate::read`).
+
+use std::fs::File;
+use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
+
+use flate2::Compression;
+use flate2::read::DeflateDecoder;
+use flate2::write::DeflateEncoder;
+
+const LOCAL_HEADER_SIG: u32 = 0x0403_4b50;
+const CENTRAL_HEADER_SIG: u32 = 0x0201_4b50;
+const EOCD_SIG: u32 = 0x0605_4b50;
+const ZIP64_EOCD_SIG: u32 = 0x0606_4b50;
+const ZIP64_LOCATOR_SIG: u32 = 0x0706_4b50;
+const EOCD_LEN: u64 = 22;
+const ZIP64_EOCD_LEN: u64 = 56;
+const ZIP64_LOCATOR_LEN: u64 = 20;
+const LOCAL_HEADER_LEN: u64 = 30;
+const CENTRAL_HEADER_LEN: usize = 46;
+
+/// General-purpose flag bit 11: names are UTF-8.
+const FLAG_UTF8: u16 = 1 << 11;
+/// General-purpose flag bit 3: sizes follow the data. We never write it.
+const FLAG_DATA_DESCRIPTOR: u16 = 1 << 3;
+
+/// Stored (no compression).
+pub(crate) const METHOD_STORED: u16 = 0;
+/// Deflate.
+pub(crate) const METHOD_DEFLATED: u16 = 8;
+
+/// Largest entry this module writes; larger ones would need ZIP64 local headers.
+pub(crate) const MAX_ENTRY_BYTES: u64 = u32::MAX as u64 - 1;
+/// Largest central directory read back (a corrupt end record cannot make us allocate more).
+const MAX_DIRECTORY_BYTES: u64 = 1 << 30;
+
+/// One entry as the central directory describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DirEntry {
+    pub(crate) name: String,
+    pub(crate) method: u16,
+    pub(crate) crc32: u32,
+    pub(crate) compressed_size: u64,
+    pub(crate) uncompressed_size: u64,
+    pub(crate) local_header_offset: u64,
+    pub(crate) dos_time: u16,
+    pub(crate) dos_date: u16,
+}
+
+/// The entries of an archive and where the next entry goes (where the directory begins).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Directory {
+    pub(crate) entries: Vec<DirEntry>,
+    pub(crate) end_of_entries: u64,
+}
+
+/// An entry compressed in memory, ready to append.
+#[derive(Debug, Clone)]
+pub(crate) struct PreparedEntry {
+    pub(crate) name: String,
+    method: u16,
+    crc32: u32,
+    data: Vec<u8>,
+    uncompressed_size: u64,
+}
+
+impl PreparedEntry {
+    /// An entry stored as it is.
+    pub(crate) fn stored(name: impl Into<String>, data: Vec<u8>) -> Self {
+        PreparedEntry {
+            name: name.into(),
+            method: METHOD_STORED,
+            crc32: crc32fast::hash(&data),
+            uncompressed_size: data.len() as u64,
+            data,
+        }
+    }
+
+    /// An entry compressed with deflate at `level` (0–9); stored instead when deflate does
+    /// not make it smaller.
+    pub(crate) fn deflated(name: impl Into<String>, data: &[u8], level: u32) -> io::Result<Self> {
+        let mut encoder =
+            DeflateEncoder::new(Vec::with_capacity(data.len() / 4 + 64), Compression::new(level));
+        encoder.write_all(data)?;
+        let compressed = encoder.finish()?;
+        if compressed.len() >= data.len() {
+            return Ok(Self::stored(name, data.to_vec()));
+        }
+        Ok(PreparedEntry {
+            name: name.into(),
+            method: METHOD_DEFLATED,
+            crc32: crc32fast::hash(data),
+            uncompressed_size: data.len() as u64,
+            data: compressed,
+        })
+    }
+
+    /// Bytes this entry adds to the file, local header included.
+    pub(crate) fn encoded_len(&self) -> u64 {
+        LOCAL_HEADER_LEN + self.name.len() as u64 + self.data.len() as u64
+    }
+}
+
+/// A file's end record or directory does not describe a whole archive.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum DirectoryError {
+    #[error("{0}")]
+    Io(#[from] io::Error),
+    #[error("{0}")]
+    Invalid(&'static str),
+}
+
+fn u16_at(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([b[at], b[at + 1]])
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    let mut bytes = [0u8; 8];
+    bytes.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(bytes)
+}
+
+fn read_exact_at(mut file: &File, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+    file.seek(SeekFrom::Start(offset))?;
+    file.read_exact(buf)
+}
+
+/// The last bytes of a file holding a directory end record, for cheap "did it change" checks.
+pub(crate) fn tail(file: &File, len: u64) -> io::Result<Vec<u8>> {
+    let n = len.min(EOCD_LEN);
+    let mut buf = vec![0u8; n as usize];
+    read_exact_at(file, len - n, &mut buf)?;
+    Ok(buf)
+}
+
+/// Reads the directory of a file this module wrote, through its end record. The end record
+/// must be the file's last 22 bytes (we never write a comment) and the directory must end
+/// where the end record (or the ZIP64 end record) begins.
+pub(crate) fn read_directory(file: &File, len: u64) -> Result<Directory, DirectoryError> {
+    use DirectoryError::Invalid;
+    if len < EOCD_LEN {
+        return Err(Invalid("the file is shorter than a zip end record"));
+    }
+    let mut eocd = [0u8; EOCD_LEN as usize];
+    read_exact_at(file, len - EOCD_LEN, &mut eocd)?;
+    if u32_at(&eocd, 0) != EOCD_SIG {
+        return Err(Invalid("the file does not end with a zip end record"));
+    }
+    if u16_at(&eocd, 4) != 0 || u16_at(&eocd, 6) != 0 {
+        return Err(Invalid("multi-disk archives are not supported"));
+    }
+    let mut count = u64::from(u16_at(&eocd, 10));
+    let mut cd_size = u64::from(u32_at(&eocd, 12));
+    let mut cd_offset = u64::from(u32_at(&eocd, 16));
+    let mut directory_end = len - EOCD_LEN;
+    if count == 0xFFFF || cd_size == 0xFFFF_FFFF || cd_offset == 0xFFFF_FFFF {
+        if len < EOCD_LEN + ZIP64_LOCATOR_LEN + ZIP64_EOCD_LEN {
+            return Err(Invalid("the ZIP64 end records are missing"));
+        }
+        let mut locator = [0u8; ZIP64_LOCATOR_LEN as usize];
+        read_exact_at(file, len - EOCD_LEN - ZIP64_LOCATOR_LEN, &mut locator)?;
+        if u32_at(&locator, 0) != ZIP64_LOCATOR_SIG {
+            return Err(Invalid("the ZIP64 locator is missing"));
+        }
+        let record_at = u64_at(&locator, 8);
+        if record_at != len - EOCD_LEN - ZIP64_LOCATOR_LEN - ZIP64_EOCD_LEN {
+            return Err(Invalid("the ZIP64 end record is not where the locator says"));
+        }
+        let mut record = [0u8; ZIP64_EOCD_LEN as usize];
+        read_exact_at(file, record_at, &mut record)?;
+        if u32_at(&record, 0) != ZIP64_EOCD_SIG {
+            return Err(Invalid("the ZIP64 end record is damaged"));
+        }
+        count = u64_at(&record, 32);
+        cd_size = u64_at(&record, 40);
+        cd_offset = u64_at(&record, 48);
+        directory_end = record_at;
+    }
+    if cd_offset.checked_add(cd_size) != Some(directory_end) {
+        return Err(Invalid(
+            "the central directory does not end where the end record begins",
+        ));
+    }
+    if cd_size > MAX_DIRECTORY_BYTES || count > cd_size / CENTRAL_HEADER_LEN as u64 {
+        return Err(Invalid("the end record declares an impossible directory"));
+    }
+    let mut cd = vec![0u8; cd_size as usize];
+    read_exact_at(file, cd_offset, &mut cd)?;
+    let mut entries = Vec::with_capacity(count as usize);
+    let mut at = 0usize;
+    for _ in 0..count {
+        if at + CENTRAL_HEADER_LEN > cd.len() || u32_at(&cd, at) != CENTRAL_HEADER_SIG {
+            return Err(Invalid("a central directory record is damaged"));
+        }
+        let name_len = usize::from(u16_at(&cd, at + 28));
+        let extra_len = usize::from(u16_at(&cd, at + 30));
+        let comment_len = usize::from(u16_at(&cd, at + 32));
+        let end = at + CENTRAL_HEADER_LEN + name_len + extra_len + comment_len;
+        if end > cd.len() {
+            return Err(Invalid("a central directory record runs past the directory"));
+        }
+        let name = std::str::from_utf8(&cd[at + CENTRAL_HEADER_LEN..at + CENTRAL_HEADER_LEN + name_len])
+            .map_err(|_| Invalid("an entry name is not UTF-8"))?
+            .to_owned();
+        let mut entry = DirEntry {
+            name,
+            method: u16_at(&cd, at + 10),
+            dos_time: u16_at(&cd, at + 12),
+            dos_date: u16_at(&cd, at + 14),
+            crc32: u32_at(&cd, at + 16),
+            compressed_size: u64::from(u32_at(&cd, at + 20)),
+            uncompressed_size: u64::from(u32_at(&cd, at + 24)),
+            local_header_offset: u64::from(u32_at(&cd, at + 42)),
+        };
+        let extra = &cd[at + CENTRAL_HEADER_LEN + name_len..at + CENTRAL_HEADER_LEN + name_len + extra_len];
+        apply_zip64_extra(&mut entry, extra)?;
+        if entry.local_header_offset >= cd_offset {
+            return Err(Invalid("an entry lies inside the central directory"));
+        }
+        entries.push(entry);
+        at = end;
+    }
+    Ok(Directory {
+        entries,
+        end_of_entries: cd_offset,
+    })
+}
+
+fn apply_zip64_extra(entry: &mut DirEntry, mut extra: &[u8]) -> Result<(), DirectoryError> {
+    while extra.len() >= 4 {
+        let id = u16_at(extra, 0);
+        let size = usize::from(u16_at(extra, 2));
+        let Some(body) = extra.get(4..4 + size) else {
+            return Err(DirectoryError::Invalid("an extra field runs past its record"));
+        };
+        if id == 0x0001 {
+            let mut fields = body.chunks_exact(8).map(|c| u64_at(c, 0));
+            // The ZIP64 field lists, in this order, only the values whose 32-bit slot is full.
+            if entry.uncompressed_size == 0xFFFF_FFFF {
+                entry.uncompressed_size = fields
+                    .next()
+                    .ok_or(DirectoryError::Invalid("a ZIP64 field is short"))?;
+            }
+            if entry.compressed_size == 0xFFFF_FFFF {
+                entry.compressed_size = fields
+                    .next()
+                    .ok_or(DirectoryError::Invalid("a ZIP64 field is short"))?;
+            }
+            if entry.local_header_offset == 0xFFFF_FFFF {
+                entry.local_header_offset = fields
+                    .next()
+                    .ok_or(DirectoryError::Invalid("a ZIP64 field is short"))?;
+            }
+        }
+        extra = &extra[4 + size..];
+    }
+    Ok(())
+}
+
+/// What [`salvage`] recovered.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Salvaged {
+    /// Every complete entry from the start of the file up to the first one that is not.
+    pub(crate) directory: Directory,
+    /// Bytes after the last complete entry (a cut entry, a damaged or stale directory).
+    pub(crate) dropped_bytes: u64,
+}
+
+/// Walks local headers from the start of the file and keeps every entry that is whole: its
+/// bytes are all in the file, it decompresses to exactly its declared size, and its CRC-32
+/// matches. Stops at the first entry that is not (or at the central directory).
+pub(crate) fn salvage(file: &File, len: u64) -> io::Result<Salvaged> {
+    let mut reader = BufReader::with_capacity(256 * 1024, file);
+    reader.seek(SeekFrom::Start(0))?;
+    let mut offset = 0u64;
+    let mut entries = Vec::new();
+    let mut header = [0u8; LOCAL_HEADER_LEN as usize];
+    while offset + LOCAL_HEADER_LEN <= len {
+        reader.seek(SeekFrom::Start(offset))?;
+        reader.read_exact(&mut header)?;
+        if u32_at(&header, 0) != LOCAL_HEADER_SIG {
+            break;
+        }
+        let flags = u16_at(&header, 6);
+        let method = u16_at(&header, 8);
+        let crc32 = u32_at(&header, 14);
+        let compressed_size = u64::from(u32_at(&header, 18));
+        let uncompressed_size = u64::from(u32_at(&header, 22));
+        let name_len = u64::from(u16_at(&header, 26));
+        let extra_len = u64::from(u16_at(&header, 28));
+        if flags & FLAG_DATA_DESCRIPTOR != 0
+            || compressed_size == 0xFFFF_FFFF
+            || !matches!(method, METHOD_STORED | METHOD_DEFLATED)
+        {
+            break;
+        }
+        let data_at = offset + LOCAL_HEADER_LEN + name_len + extra_len;
+        let Some(data_end) = data_at.checked_add(compressed_size).filter(|end| *end <= len) else {
+            break;
+        };
+        let mut name = vec![0u8; name_len as usize];
+        reader.read_exact(&mut name)?;
+        let Ok(name) = String::from_utf8(name) else { break };
+        reader.seek(SeekFrom::Start(data_at))?;
+        if !entry_checks_out(&mut reader, method, compressed_size, uncompressed_size, crc32)? {
+            break;
+        }
+        entries.push(DirEntry {
+            name,
+            method,
+            crc32,
+            compressed_size,
+            uncompressed_size,
+            local_header_offset: offset,
+            dos_time: u16_at(&header, 10),
+            dos_date: u16_at(&header, 12),
+        });
+        offset = data_end;
+    }
+    Ok(Salvaged {
+        directory: Directory {
+            entries,
+            end_of_entries: offset,
+        },
+        dropped_bytes: len - offset,
+    })
+}
+
+fn entry_checks_out(
+    reader: &mut impl Read,
+    method: u16,
+    compressed_size: u64,
+    uncompressed_size: u64,
+    crc32: u32,
+) -> io::Result<bool> {
+    let raw = reader.take(compressed_size);
+    let mut hasher = crc32fast::Hasher::new();
+    let mut total = 0u64;
+    let mut buf = vec![0u8; 64 * 1024];
+    // Reading one byte past the declared size catches an entry that inflates to more.
+    let mut body: Box<dyn Read + '_> = match method {
+        METHOD_STORED => Box::new(raw),
+        _ => Box::new(DeflateDecoder::new(raw).take(uncompressed_size + 1)),
+    };
+    loop {
+        let n = match body.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            // Corrupt deflate data: the entry is not whole.
+            Err(e) if e.kind() == io::ErrorKind::InvalidInput || e.kind() == io::ErrorKind::InvalidData => {
+                return Ok(false);
+            }
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        hasher.update(&buf[..n]);
+        total += n as u64;
+        if total > uncompressed_size {
+            return Ok(false);
+        }
+    }
+    Ok(total == uncompressed_size && hasher.finalize() == crc32)
+}
+
+/// The directory of an existing file: through its end record when that describes the whole
+/// file, else by [`salvage`]. The second value is `Some` when salvage was needed.
+pub(crate) fn load(file: &File, len: u64) -> io::Result<(Directory, Option<Salvaged>)> {
+    if len == 0 {
+        return Ok((Directory::default(), None));
+    }
+    match read_directory(file, len) {
+        Ok(directory) => Ok((directory, None)),
+        Err(DirectoryError::Io(e)) if e.kind() != io::ErrorKind::UnexpectedEof => Err(e),
+        Err(_) => {
+            let salvaged = salvage(file, len)?;
+            Ok((salvaged.directory.clone(), Some(salvaged)))
+        }
+    }
+}
+
+/// Current time as an MS-DOS date and time (UTC, two-second resolution).
+pub(crate) fn dos_now() -> (u16, u16) {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let (year, month, day) = civil_from_days(days);
+    let time = (((rem / 3600) << 11) | (((rem % 3600) / 60) << 5) | ((rem % 60) / 2)) as u16;
+    let year = year.clamp(1980, 2107);
+    let date = (((year - 1980) as u16) << 9) | ((month as u16) << 5) | day as u16;
+    (time, date)
+}
+
+/// Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+/// Appends `entries` where `directory`'s entries end, then writes a fresh central directory and
+/// end record, and cuts the file there. Updates `directory` and returns the new file length.
+///
+/// Killed part-way, the file is left with every earlier entry intact and whole, which
+/// [`salvage`] recovers; the entries being written are recovered only if complete.
+pub(crate) fn append(file: &File, directory: &mut Directory, entries: &[PreparedEntry]) -> io::Result<u64> {
+    let (dos_time, dos_date) = dos_now();
+    let added: u64 = entries.iter().map(PreparedEntry::encoded_len).sum();
+    let mut out = Vec::with_capacity(
+        usize::try_from(added).unwrap_or(0) + 64 * (directory.entries.len() + entries.len()),
+    );
+    let mut offset = directory.end_of_entries;
+    let mut new_entries = Vec::with_capacity(entries.len());
+    for entry in entries {
+        if entry.data.len() as u64 > MAX_ENTRY_BYTES || entry.uncompressed_size > MAX_ENTRY_BYTES {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "entry {} is larger than 4 GiB, which this archive format does not store",
+                    entry.name
+                ),
+            ));
+        }
+        let name_len = u16::try_from(entry.name.len())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "entry name longer than 65535 bytes"))?;
+        out.extend_from_slice(&LOCAL_HEADER_SIG.to_le_bytes());
+        out.extend_from_slice(&20u16.to_le_bytes()); // version needed: 2.0 (deflate)
+        out.extend_from_slice(&FLAG_UTF8.to_le_bytes());
+        out.extend_from_slice(&entry.method.to_le_bytes());
+        out.extend_from_slice(&dos_time.to_le_bytes());
+        out.extend_from_slice(&dos_date.to_le_bytes());
+        out.extend_from_slice(&entry.crc32.to_le_bytes());
+        out.extend_from_slice(&(entry.data.len() as u32).to_le_bytes());
+        out.extend_from_slice(&(entry.uncompressed_size as u32).to_le_bytes());
+        out.extend_from_slice(&name_len.to_le_bytes());
+        out.extend_from_slice(&0u16.to_le_bytes()); // extra length
+        out.extend_from_slice(entry.name.as_bytes());
+        out.extend_from_slice(&entry.data);
+        new_entries.push(DirEntry {
+            name: entry.name.clone(),
+            method: entry.method,
+            crc32: entry.crc32,
+            compressed_size: entry.data.len() as u64,
+            uncompressed_size: entry.uncompressed_size,
+            local_header_offset: offset,
+            dos_time,
+            dos_date,
+        });
+        offset += entry.encoded_len();
+    }
+    let cd_offset = offset;
+    let all: Vec<&DirEntry> = directory.entries.iter().chain(new_entries.iter()).collect();
+    write_central_directory(&mut out, &all, cd_offset);
+    let mut writer = file;
+    writer.seek(SeekFrom::Start(directory.end_of_entries))?;
+    writer.write_all(&out)?;
+    let new_len = directory.end_of_entries + out.len() as u64;
+    // Only shorter when a salvaged file had a longer tail of dead bytes.
+    file.set_len(new_len)?;
+    directory.entries.extend(new_entries);
+    directory.end_of_entries = cd_offset;
+    Ok(new_len)
+}
+
+fn write_central_directory(out: &mut Vec<u8>, entries: &[&DirEntry], cd_offset: u64) {
+    let cd_start = out.len();
+    for e in entries {
+        let needs_zip64 = e.local_header_offset >= 0xFFFF_FFFF;
+        out.extend_from_slice(&CENTRAL_HEADER_SIG.to_le_bytes());
+        out.extend_from_slice(&(3u16 << 8 | 45).to_le_bytes()); // made by: Unix, 4.5
+        out.extend_from_slice(&(if needs_zip64 { 45u16 } else { 20u16 }).to_le_bytes());
+        out.extend_from_slice(&FLAG_UTF8.to_le_bytes());
+        out.extend_from_slice(&e.method.to_le_bytes());
+        out.extend_from_slice(&e.dos_time.to_le_bytes());
+        out.extend_from_slice(&e.dos_date.to_le_bytes());
+        out.extend_from_slice(&e.crc32.to_le_bytes());
+        out.extend_from_slice(&(e.compressed_size as u32).to_le_bytes());
+        out.extend_from_slice(&(e.uncompressed_size as u32).to_le_bytes());
+        out.extend_from_slice(&(e.name.len() as u16).to_le_bytes());
+        out.extend_from_slice(&(if needs_zip64 { 12u16 } else { 0 }).to_le_bytes());
+        out.extend_from_slice(&0u16.to_le_bytes()); // comment length
+        out.extend_from_slice(&0u16.to_le_bytes()); // disk number
+        out.extend_from_slice(&0u16.to_le_bytes()); // internal attributes
+        out.extend_from_slice(&(0o100_644u32 << 16).to_le_bytes()); // a regular file, rw-r--r--
+        let offset32 = if needs_zip64 {
+            0xFFFF_FFFF
+        } else {
+            e.local_header_offset as u32
+        };
+        out.extend_from_slice(&offset32.to_le_bytes());
+        out.extend_from_slice(e.name.as_bytes());
+        if needs_zip64 {
+            out.extend_from_slice(&0x0001u16.to_le_bytes());
+            out.extend_from_slice(&8u16.to_le_bytes());
+            out.extend_from_slice(&e.local_header_offset.to_le_bytes());
+        }
+    }
+    let cd_size = (out.len() - cd_start) as u64;
+    let count = entries.len() as u64;
+    if count >= 0xFFFF || cd_size >= 0xFFFF_FFFF || cd_offset >= 0xFFFF_FFFF {
+        let record_at = cd_offset + cd_size;
+        out.extend_from_slice(&ZIP64_EOCD_SIG.to_le_bytes());
+        out.extend_from_slice(&(ZIP64_EOCD_LEN - 12).to_le_bytes());
+        out.extend_from_slice(&(3u16 << 8 | 45).to_le_bytes());
+        out.extend_from_slice(&45u16.to_le_bytes());
+        out.extend_from_slice(&0u32.to_le_bytes());
+        out.extend_from_slice(&0u32.to_le_bytes());
+        out.extend_from_slice(&count.to_le_bytes());
+        out.extend_from_slice(&count.to_le_bytes());
+        out.extend_from_slice(&cd_size.to_le_bytes());
+        out.extend_from_slice(&cd_offset.to_le_bytes());
+        out.extend_from_slice(&ZIP64_LOCATOR_SIG.to_le_bytes());
+        out.extend_from_slice(&0u32.to_le_bytes());
+        out.extend_from_slice(&record_at.to_le_bytes());
+        out.extend_from_slice(&1u32.to_le_bytes());
+    }
+    out.extend_from_slice(&EOCD_SIG.to_le_bytes());
+    out.extend_from_slice(&0u16.to_le_bytes());
+    out.extend_from_slice(&0u16.to_le_bytes());
+    let count16 = u16::try_from(count).unwrap_or(0xFFFF);
+    out.extend_from_slice(&count16.to_le_bytes());
+    out.extend_from_slice(&count16.to_le_bytes());
+    out.extend_from_slice(&(cd_size.min(0xFFFF_FFFF) as u32).to_le_bytes());
+    out.extend_from_slice(&(cd_offset.min(0xFFFF_FFFF) as u32).to_le_bytes());
+    out.extend_from_slice(&0u16.to_le_bytes());
+}
+
+/// The bytes of a central directory and end record describing `directory`, as if it began at
+/// `directory.end_of_entries`. The reader splices these after a salvaged file's good prefix.
+pub(crate) fn directory_bytes(directory: &Directory) -> Vec<u8> {
+    let mut out = Vec::new();
+    let entries: Vec<&DirEntry> = directory.entries.iter().collect();
+    write_central_directory(&mut out, &entries, directory.end_of_entries);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open(path: &std::path::Path) -> File {
+        File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .unwrap()
+    }
+
+    fn zip_names(path: &std::path::Path) -> Vec<String> {
+        let mut zip = zip::ZipArchive::new(File::open(path).unwrap()).unwrap();
+        (0..zip.len())
+            .map(|i| {
+                let mut f = zip.by_index(i).unwrap();
+                let mut s = String::new();
+                f.read_to_string(&mut s).unwrap();
+                format!("{}={}", f.name().unwrap(), s)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn appends_stay_valid_and_compact() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.zip");
+        let file = open(&path);
+        let mut directory = Directory::default();
+        append(
+            &file,
+            &mut directory,
+            &[PreparedEntry::stored("mimetype", b"m".to_vec())],
+        )
+        .unwrap();
+        for i in 0..200 {
+            let entry =
+                PreparedEntry::deflated(format!("e/{i}"), format!("payload {i} ").repeat(20).as_bytes(), 6)
+                    .unwrap();
+            let len = append(&file, &mut directory, &[entry]).unwrap();
+            assert_eq!(read_directory(&file, len).unwrap(), directory);
+        }
+        let names = zip_names(&path);
+        assert_eq!(names.len(), 201);
+        assert_eq!(names[0], "mimetype=m");
+        assert!(names[200].starts_with("e/199=payload 199 "));
+        // No dead directories left behind: entries plus one directory.
+        let size = std::fs::metadata(&path).unwrap().len();
+        assert!(size < 40_000, "{size}");
+    }
+
+    #[test]
+    fn a_file_cut_anywhere_salvages_to_its_whole_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.zip");
+        let file = open(&path);
+        let mut directory = Directory::default();
+        let mut ends = Vec::new();
+        for i in 0..5 {
+            let body = format!("entry {i} ").repeat(50 + i * 30);
+            let entry = if i % 2 == 0 {
+                PreparedEntry::deflated(format!("e{i}"), body.as_bytes(), 6).unwrap()
+            } else {
+                PreparedEntry::stored(format!("e{i}"), body.into_bytes())
+            };
+            append(&file, &mut directory, &[entry]).unwrap();
+            ends.push(directory.end_of_entries);
+        }
+        let full = std::fs::read(&path).unwrap();
+        for cut in 0..full.len() as u64 {
+            let cut_path = dir.path().join("cut.zip");
+            std::fs::write(&cut_path, &full[..cut as usize]).unwrap();
+            let cut_file = File::open(&cut_path).unwrap();
+            let salvaged = salvage(&cut_file, cut).unwrap();
+            let whole = ends.iter().filter(|end| **end <= cut).count();
+            assert_eq!(salvaged.directory.entries.len(), whole, "cut at {cut}");
+            assert_eq!(salvaged.directory.end_of_entries + salvaged.dropped_bytes, cut);
+        }
+    }
+
+    #[test]
+    fn a_writer_killed_mid_append_leaves_a_file_that_salvages_and_appends_again() {
+        let dir = tempfile::tempdir().unwrap();
+        // What a complete append of "c" would leave, to take prefixes of.
+        let full_path = dir.path().join("full.zip");
+        let full_file = open(&full_path);
+        let mut before = Directory::default();
+        append(
+            &full_file,
+            &mut before,
+            &[PreparedEntry::stored("a", vec![b'a'; 100])],
+        )
+        .unwrap();
+        append(
+            &full_file,
+            &mut before,
+            &[PreparedEntry::stored("b", vec![b'b'; 100])],
+        )
+        .unwrap();
+        let old = std::fs::read(&full_path).unwrap();
+        let mut after = before.clone();
+        append(
+            &full_file,
+            &mut after,
+            &[PreparedEntry::deflated("c", &[b'c'; 4000], 6).unwrap()],
+        )
+        .unwrap();
+        let new = std::fs::read(&full_path).unwrap();
+        let start = before.end_of_entries as usize;
+
+        for written in [1, 4, 30, 40, new.len() - start - 30, new.len() - start - 1] {
+            // The append wrote `written` bytes over the old directory, then the process died.
+            let mut bytes = old.clone();
+            let end = start + written;
+            if bytes.len() < end {
+                bytes.resize(end, 0);
+            }
+            bytes[start..end].copy_from_slice(&new[start..end]);
+            let path = dir.path().join(format!("killed-{written}.zip"));
+            std::fs::write(&path, &bytes).unwrap();
+            let file = open(&path);
+            let len = bytes.len() as u64;
+            let (mut salvaged, _) = load(&file, len).unwrap();
+            let names: Vec<String> = salvaged.entries.iter().map(|e| e.name.clone()).collect();
+            let c_whole = written >= (after.end_of_entries - before.end_of_entries) as usize;
+            assert_eq!(
+                names,
+                if c_whole {
+                    vec!["a", "b", "c"]
+                } else {
+                    vec!["a", "b"]
+                },
+                "{written}"
+            );
+            append(&file, &mut salvaged, &[PreparedEntry::stored("d", b"d".to_vec())]).unwrap();
+            let read_back = zip_names(&path);
+            assert_eq!(read_back.last().unwrap(), "d=d");
+            assert_eq!(read_back.len(), names.len() + 1);
+        }
+    }
+
+    #[test]
+    fn zip64_end_records_are_written_and_read_past_65535_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.zip");
+        let file = open(&path);
+        let mut directory = Directory::default();
+        let entries: Vec<PreparedEntry> = (0..70_000)
+            .map(|i| PreparedEntry::stored(format!("{i}"), vec![]))
+            .collect();
+        let len = append(&file, &mut directory, &entries).unwrap();
+        assert_eq!(read_directory(&file, len).unwrap().entries.len(), 70_000);
+        let zip = zip::ZipArchive::new(File::open(&path).unwrap()).unwrap();
+        assert_eq!(zip.len(), 70_000);
+    }
+
+    #[test]
+    fn dos_dates_are_plausible() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20_414), (2025, 11, 22));
+        let (_, date) = dos_now();
+        assert!(date >> 9 >= 45, "year after 2025");
+    }
+}

@@ -1,0 +1,506 @@
+//! The archive, written through a real bus and read back from real files.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use kit_core::*;
+use kit_trace::*;
+
+fn run_with_writer(dir: &Path, run_id: &str, options: WriterOptions) -> (KitRun, PathBuf) {
+    let run_id = RunId::new(run_id).unwrap();
+    let writer =
+        ArchiveWriter::with_options(dir, RunManifest::new(run_id.clone(), "cargo-test"), options).unwrap();
+    let path = writer.path().to_owned();
+    let bus = Bus::builder().collector(writer).start();
+    let host = KitBuilder::new(Configuration::new()).build().unwrap().host;
+    (KitRun::new(host, bus, run_id), path)
+}
+
+fn run_test(run: &KitRun, name: &str, requests: usize, outcome: TestOutcome) -> TestId {
+    let ctx = run.begin_test(TestStarted::new(name).with_application(Some("orders".into())));
+    // As the test runner does: the start is durable before the body runs.
+    ctx.flush().unwrap();
+    for i in 0..requests {
+        let op = ctx.start_operation(
+            None,
+            OperationStarted::new(semconv::OP_HTTP_REQUEST, "REST · GET /orders/{id}").with_attributes(
+                Attributes::new()
+                    .with(semconv::HTTP_REQUEST_METHOD, "GET")
+                    .with(semconv::HTTP_ROUTE, "/orders/{id}"),
+            ),
+        );
+        op.observe(Observation::new(
+            semconv::OBS_HTTP_RESPONSE,
+            Attributes::new().with(semconv::HTTP_RESPONSE_STATUS_CODE, 200 + i as i64 % 2),
+        ));
+        op.end(OperationStatus::Ok, Attributes::new());
+    }
+    ctx.finish(outcome).unwrap();
+    ctx.test_id()
+}
+
+fn read_all(path: &Path) -> Vec<TestRecord> {
+    ArchiveReader::open(path)
+        .unwrap()
+        .tests()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+#[test]
+fn every_test_reads_back_with_its_outcome_and_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let (run, path) = run_with_writer(dir.path(), "r1", WriterOptions::default());
+    run_test(&run, "passes", 3, TestOutcome::Passed);
+    run_test(
+        &run,
+        "fails",
+        1,
+        TestOutcome::Failed {
+            message: "expected 201, got 500".into(),
+        },
+    );
+    run_test(
+        &run,
+        "skips",
+        0,
+        TestOutcome::Skipped {
+            reason: "no REST".into(),
+        },
+    );
+
+    assert_eq!(path.file_name().unwrap(), "kit-r1.kittrace");
+    let tests = read_all(&path);
+    let summary: Vec<(&str, &str)> = tests
+        .iter()
+        .map(|t| (t.name.as_str(), t.outcome.label()))
+        .collect();
+    assert_eq!(
+        summary,
+        [("passes", "Passed"), ("fails", "Failed"), ("skips", "Skipped")]
+    );
+    assert_eq!(
+        tests[1].outcome,
+        TestOutcome::Failed {
+            message: "expected 201, got 500".into()
+        }
+    );
+    assert_eq!(tests[0].events.len(), 2 + 3 * 3);
+    assert_eq!(tests[0].started.application.as_deref(), Some("orders"));
+    assert!(
+        tests[0]
+            .events
+            .windows(2)
+            .all(|w| w[0].sequence + 1 == w[1].sequence)
+    );
+    assert!(tests.iter().all(|t| t.duration.is_some()));
+    let reader = ArchiveReader::open(&path).unwrap();
+    assert_eq!(
+        reader.runs()[0].manifest.as_ref().unwrap().format_version,
+        FORMAT_VERSION
+    );
+    assert_eq!(reader.salvage(), None);
+}
+
+#[test]
+fn between_tests_the_archive_opens_with_the_zip_crates_normal_reader() {
+    let dir = tempfile::tempdir().unwrap();
+    let (run, path) = run_with_writer(dir.path(), "r2", WriterOptions::default());
+    for i in 0..5 {
+        run_test(&run, &format!("t{i}"), 2, TestOutcome::Passed);
+        let mut zip = zip::ZipArchive::new(File::open(&path).unwrap()).expect("a valid zip after every test");
+        // mimetype, manifest, and two segments (start, end) per finished test.
+        assert_eq!(zip.len(), 2 + 2 * (i + 1));
+        let mut mime = String::new();
+        zip.by_index(0).unwrap().read_to_string(&mut mime).unwrap();
+        assert_eq!(mime, "application/vnd.kit.trace+zip");
+        for j in 0..zip.len() {
+            std::io::copy(&mut zip.by_index(j).unwrap(), &mut std::io::sink()).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_started_test_is_durable_before_its_body_runs_and_reads_back_interrupted() {
+    let dir = tempfile::tempdir().unwrap();
+    let (run, path) = run_with_writer(dir.path(), "r3", WriterOptions::default());
+    run_test(&run, "finished", 1, TestOutcome::Passed);
+    let running = run.begin_test(TestStarted::new("running"));
+    running.flush().unwrap();
+    running.observe(
+        None,
+        Observation::new("buffered, not yet durable", Attributes::new()),
+    );
+    // The process would be killed here: read what is on disk now.
+    let tests = read_all(&path);
+    assert_eq!(tests.len(), 2);
+    assert_eq!(tests[1].name, "running");
+    assert_eq!(tests[1].outcome, TestOutcome::Interrupted);
+    assert_eq!(tests[1].duration, None);
+}
+
+#[test]
+fn writers_in_many_processes_share_one_archive() {
+    // Separate writers hold separate lock handles, as separate processes do.
+    let dir = tempfile::tempdir().unwrap();
+    let dir_path = dir.path().to_owned();
+    let threads: Vec<_> = (0..6)
+        .map(|w| {
+            let dir_path = dir_path.clone();
+            std::thread::spawn(move || {
+                let (run, path) = run_with_writer(&dir_path, "shared", WriterOptions::default());
+                for i in 0..15 {
+                    run_test(&run, &format!("w{w}::t{i}"), 2, TestOutcome::Passed);
+                }
+                path
+            })
+        })
+        .collect();
+    let paths: Vec<PathBuf> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    assert!(paths.windows(2).all(|w| w[0] == w[1]));
+    let tests = read_all(&paths[0]);
+    let mut names: Vec<String> = tests.iter().map(|t| t.name.clone()).collect();
+    names.sort();
+    let mut expected: Vec<String> = (0..6)
+        .flat_map(|w| (0..15).map(move |i| format!("w{w}::t{i}")))
+        .collect();
+    expected.sort();
+    assert_eq!(names, expected, "each test exactly once");
+    let reader = ArchiveReader::open(&paths[0]).unwrap();
+    assert_eq!(reader.runs().len(), 1);
+    let zip = zip::ZipArchive::new(File::open(&paths[0]).unwrap()).unwrap();
+    let manifests = zip
+        .file_names()
+        .filter(|n| n.as_ref().unwrap().ends_with("manifest.json"))
+        .count();
+    assert_eq!(manifests, 1);
+}
+
+#[test]
+fn a_truncated_archive_salvages_every_test_finished_before_the_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let (run, path) = run_with_writer(dir.path(), "r4", WriterOptions::default());
+    let mut sizes = Vec::new();
+    for i in 0..4 {
+        run_test(&run, &format!("t{i}"), 3, TestOutcome::Passed);
+        sizes.push(std::fs::metadata(&path).unwrap().len());
+    }
+    let full = std::fs::read(&path).unwrap();
+    let cut_path = dir.path().join("cut.kittrace");
+    // Every cut after the first test committed: at least every test that committed whole
+    // before the cut's directory is read back, and never a test twice or a wrong outcome.
+    for cut in (sizes[0] as usize..full.len()).step_by(7) {
+        std::fs::write(&cut_path, &full[..cut]).unwrap();
+        let mut reader = ArchiveReader::open(&cut_path).unwrap_or_else(|e| panic!("cut at {cut}: {e}"));
+        let tests: Vec<TestRecord> = reader.tests().collect::<Result<_, _>>().unwrap();
+        let finished_before = sizes.iter().filter(|s| **s as usize <= cut).count();
+        let finished = tests.iter().filter(|t| t.outcome == TestOutcome::Passed).count();
+        assert!(
+            finished >= finished_before,
+            "cut at {cut}: {finished} < {finished_before}"
+        );
+        assert!(
+            tests
+                .iter()
+                .all(|t| matches!(t.outcome, TestOutcome::Passed | TestOutcome::Interrupted))
+        );
+        if cut < full.len() && reader.salvage().is_none() {
+            panic!("cut at {cut} was read as whole");
+        }
+    }
+}
+
+#[test]
+fn a_writer_continues_an_archive_left_cut_by_a_killed_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let (run, path) = run_with_writer(dir.path(), "r5", WriterOptions::default());
+    run_test(&run, "before", 1, TestOutcome::Passed);
+    // A killed writer's half-written append: garbage where the directory was.
+    let mut bytes = std::fs::read(&path).unwrap();
+    let cut = bytes.len() - 30;
+    bytes.truncate(cut);
+    bytes.extend_from_slice(b"PK\x03\x04 half an entry");
+    std::fs::write(&path, &bytes).unwrap();
+
+    let (run2, path2) = run_with_writer(dir.path(), "r5", WriterOptions::default());
+    assert_eq!(path, path2);
+    run_test(&run2, "after", 1, TestOutcome::Passed);
+    let mut reader = ArchiveReader::open(&path).unwrap();
+    assert_eq!(reader.salvage(), None, "the second writer repaired the file");
+    let names: Vec<String> = reader.tests().map(|t| t.unwrap().name).collect();
+    assert_eq!(names, ["before", "after"]);
+}
+
+#[test]
+fn attachments_become_deduplicated_blobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (run, path) = run_with_writer(dir.path(), "r6", WriterOptions::default());
+    let body = br#"{"id":1,"sku":"A-1"}"#.repeat(100);
+    for name in ["a", "b"] {
+        let ctx = run.begin_test(TestStarted::new(name));
+        ctx.attach(
+            None,
+            Attachment::new("rest-01-response", "application/json", body.clone()).with_description("200 OK"),
+        );
+        ctx.finish(TestOutcome::Passed).unwrap();
+    }
+    let mut reader = ArchiveReader::open(&path).unwrap();
+    let tests: Vec<TestRecord> = reader.tests().collect::<Result<_, _>>().unwrap();
+    let sha = tests[0]
+        .events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::Attachment(a) => match &a.content {
+                AttachmentContent::Blob { sha256, size } => {
+                    assert_eq!(*size, body.len() as u64);
+                    assert_eq!(a.description.as_deref(), Some("200 OK"));
+                    Some(sha256.clone())
+                }
+                AttachmentContent::Inline(_) => panic!("archived attachments are blobs"),
+                _ => None,
+            },
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(reader.blob(&sha).unwrap(), body);
+    let zip = zip::ZipArchive::new(File::open(&path).unwrap()).unwrap();
+    assert_eq!(
+        zip.file_names()
+            .filter(|n| n.as_ref().unwrap().starts_with("blobs/"))
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn a_long_test_commits_intermediate_segments_and_reads_back_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = WriterOptions::default().with_segment_limit(4 * 1024);
+    let (run, path) = run_with_writer(dir.path(), "r7", options);
+    run_test(&run, "long", 200, TestOutcome::Passed);
+    let zip = zip::ZipArchive::new(File::open(&path).unwrap()).unwrap();
+    let segments = zip
+        .file_names()
+        .filter(|n| n.as_ref().unwrap().ends_with(".jsonl"))
+        .count();
+    assert!(segments > 5, "{segments} segments");
+    let tests = read_all(&path);
+    assert_eq!(tests[0].events.len(), 2 + 200 * 3);
+    assert!(
+        tests[0]
+            .events
+            .iter()
+            .enumerate()
+            .all(|(i, e)| e.sequence == i as u64)
+    );
+}
+
+// === hostile input ===
+
+fn write_zip(path: &Path, entries: &[(&str, &[u8])]) {
+    let mut zip = zip::ZipWriter::new(File::create(path).unwrap());
+    for (name, data) in entries {
+        let options =
+            zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+        zip.start_file(*name, options).unwrap();
+        zip.write_all(data).unwrap();
+    }
+    zip.finish().unwrap();
+}
+
+fn open_err(path: &Path) -> String {
+    ArchiveReader::open(path).unwrap_err().to_string()
+}
+
+#[test]
+fn inputs_that_are_not_archives_are_refused_with_a_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.kittrace");
+    assert!(
+        open_err(&missing).contains("cannot open"),
+        "{}",
+        open_err(&missing)
+    );
+    let empty = dir.path().join("empty.kittrace");
+    std::fs::write(&empty, b"").unwrap();
+    assert!(open_err(&empty).contains("the file is empty"));
+    let text = dir.path().join("text.kittrace");
+    std::fs::write(&text, b"hello, not a zip").unwrap();
+    assert!(open_err(&text).contains("not a zip file"));
+    let other = dir.path().join("other.zip");
+    write_zip(&other, &[("readme.txt", b"hi")]);
+    assert!(open_err(&other).contains("first entry is not `mimetype`"));
+}
+
+#[test]
+fn an_entry_name_that_escapes_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("evil.kittrace");
+    write_zip(
+        &path,
+        &[
+            ("mimetype", b"application/vnd.kit.trace+zip"),
+            ("../../x", b"boom"),
+        ],
+    );
+    let err = open_err(&path);
+    assert!(
+        err.contains("unsafe entry name \"../../x\"") && err.contains(".."),
+        "{err}"
+    );
+}
+
+fn bomb(path: &Path, lie_about_size: bool) -> (RunId, TestId) {
+    let run = RunId::new("bomb").unwrap();
+    let test = TestId::generate();
+    // 16 MiB of zeros deflate to about 16 KiB.
+    let zeros = vec![0u8; 16 * 1024 * 1024];
+    let manifest = serde_json::to_vec(&RunManifest::new(run.clone(), "x")).unwrap();
+    let segment = format::segment_path(&run, test, 0);
+    write_zip(
+        path,
+        &[
+            ("mimetype", b"application/vnd.kit.trace+zip"),
+            (&format::manifest_path(&run), &manifest),
+            (&segment, &zeros),
+        ],
+    );
+    if lie_about_size {
+        // Declare 100 bytes, in the local header and in the directory record.
+        let mut bytes = std::fs::read(path).unwrap();
+        let real = (16u32 * 1024 * 1024).to_le_bytes();
+        let mut patched = 0;
+        for at in 0..bytes.len() - 4 {
+            if bytes[at..at + 4] == real {
+                bytes[at..at + 4].copy_from_slice(&100u32.to_le_bytes());
+                patched += 1;
+            }
+        }
+        assert_eq!(patched, 2);
+        std::fs::write(path, bytes).unwrap();
+    }
+    (run, test)
+}
+
+#[test]
+fn a_zip_bomb_stops_at_the_cap_whether_or_not_it_declares_its_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let limits = ReaderLimits::default().with_max_segment_bytes(1024 * 1024);
+    let path = dir.path().join("bomb.kittrace");
+    let (run, test) = bomb(&path, false);
+    let mut reader = ArchiveReader::open_with(&path, limits).unwrap();
+    let err = reader.read_test(&run, test).unwrap_err().to_string();
+    assert!(err.contains("larger than the 1048576 bytes"), "{err}");
+
+    let path = dir.path().join("lying-bomb.kittrace");
+    let (run, test) = bomb(&path, true);
+    let mut reader = ArchiveReader::open_with(&path, limits).unwrap();
+    let err = reader.read_test(&run, test).unwrap_err().to_string();
+    assert!(err.contains("is damaged") || err.contains("larger than"), "{err}");
+}
+
+#[test]
+fn a_newer_major_format_is_refused_with_a_hint() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("future.kittrace");
+    let run = RunId::new("future").unwrap();
+    let mut manifest = serde_json::to_value(RunManifest::new(run.clone(), "x")).unwrap();
+    manifest["format_version"] = "2.0".into();
+    let manifest = serde_json::to_vec(&manifest).unwrap();
+    write_zip(
+        &path,
+        &[
+            ("mimetype", b"application/vnd.kit.trace+zip"),
+            (&format::manifest_path(&run), &manifest),
+        ],
+    );
+    let err = open_err(&path);
+    assert!(
+        err.contains("format 2.0, newer than the 1.0") && err.contains("upgrade kit-cli"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_newer_minor_format_with_unknown_fields_and_entries_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("minor.kittrace");
+    let run = RunId::new("minor").unwrap();
+    let test = TestId::generate();
+    let mut manifest = serde_json::to_value(RunManifest::new(run.clone(), "x")).unwrap();
+    manifest["format_version"] = "1.7".into();
+    manifest["novelty"] = true.into();
+    let manifest = serde_json::to_vec(&manifest).unwrap();
+    let segment = format!(
+        concat!(
+            r#"{{"test_id":"{t}","segment":0,"events":3,"final":true,"pid":1,"extra":1}}"#,
+            "\n",
+            r#"{{"run_id":"minor","test_id":"{t}","id":"0000000000000001","sequence":0,"timestamp":1,"kind":{{"test_started":{{"name":"n","new":1}}}}}}"#,
+            "\n",
+            r#"{{"run_id":"minor","test_id":"{t}","id":"0000000000000002","parent_id":"0000000000000001","sequence":1,"timestamp":2,"kind":{{"teleport":{{}}}}}}"#,
+            "\n",
+            r#"{{"run_id":"minor","test_id":"{t}","id":"0000000000000003","sequence":2,"timestamp":3,"kind":{{"test_finished":{{"outcome":{{"status":"passed"}},"duration_ns":5}}}}}}"#,
+            "\n"
+        ),
+        t = test
+    );
+    write_zip(
+        &path,
+        &[
+            ("mimetype", b"application/vnd.kit.trace+zip"),
+            (&format::manifest_path(&run), &manifest),
+            ("future/thing.bin", b"?"),
+            (&format::segment_path(&run, test, 0), segment.as_bytes()),
+        ],
+    );
+    let tests = read_all(&path);
+    assert_eq!(tests[0].outcome, TestOutcome::Passed);
+    assert_eq!(
+        tests[0].events[1].kind,
+        EventKind::Unknown {
+            kind: "teleport".into()
+        }
+    );
+}
+
+#[test]
+fn a_damaged_event_line_names_the_entry_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.kittrace");
+    let run = RunId::new("bad").unwrap();
+    let test = TestId::generate();
+    let manifest = serde_json::to_vec(&RunManifest::new(run.clone(), "x")).unwrap();
+    let segment = format!(
+        "{{\"test_id\":\"{test}\",\"segment\":0,\"events\":1,\"final\":false,\"pid\":1}}\n{{not json\n"
+    );
+    write_zip(
+        &path,
+        &[
+            ("mimetype", b"application/vnd.kit.trace+zip"),
+            (&format::manifest_path(&run), &manifest),
+            (&format::segment_path(&run, test, 0), segment.as_bytes()),
+        ],
+    );
+    let mut reader = ArchiveReader::open(&path).unwrap();
+    let err = reader.read_test(&run, test).unwrap_err().to_string();
+    assert!(
+        err.contains(&format!("runs/bad/tests/{test}/0000.jsonl:2")),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_writer_refuses_to_overwrite_a_file_that_is_not_an_archive() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kit-mine.kittrace");
+    let precious = "precious data, not a zip ".repeat(100);
+    std::fs::write(&path, &precious).unwrap();
+    let (run, _) = run_with_writer(dir.path(), "mine", WriterOptions::default());
+    let ctx = run.begin_test(TestStarted::new("t"));
+    let err = ctx.finish(TestOutcome::Passed).unwrap_err().to_string();
+    assert!(err.contains("refusing to overwrite"), "{err}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), precious);
+}
