@@ -45,8 +45,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// Identifies one run of a test suite: every test of the run, in every process, shares it.
 ///
-/// Taken from `KIT_RUN_ID`, else `NEXTEST_RUN_ID`, else generated (see
-/// [`RunId::from_environment`]). It names the archive file (`kit-{runId}.kittrace`) and a folder
+/// The `kit` facade takes it from `KIT_RUN_ID`, else `NEXTEST_RUN_ID`, else the parent `cargo`
+/// process, else [`RunId::generate`]. It names the archive file (`kit-{runId}.kittrace`) and a folder
 /// inside it, so it is restricted to ASCII letters, digits, `-`, `_` and `.`, at most 128
 /// characters, and never `.` or `..`.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -145,7 +145,53 @@ pub struct KitBuilder {
     extensions: Extensions,
     capabilities: BTreeSet<Capability>,
     collectors: Vec<Box<dyn Collector>>,
+    typed_collectors: TypedCollectors,
     errors: Vec<String>,
+}
+
+/// Makes a collector of one type; registering the same type twice puts one on the bus.
+#[derive(Clone, Copy)]
+pub struct CollectorFactory {
+    type_id: TypeId,
+    make: fn() -> Box<dyn Collector>,
+}
+
+impl fmt::Debug for CollectorFactory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CollectorFactory").finish_non_exhaustive()
+    }
+}
+
+impl CollectorFactory {
+    /// The factory of `C::default()`.
+    pub fn of<C: Collector + Default>() -> Self {
+        fn make<C: Collector + Default>() -> Box<dyn Collector> {
+            Box::new(C::default())
+        }
+        CollectorFactory {
+            type_id: TypeId::of::<C>(),
+            make: make::<C>,
+        }
+    }
+}
+
+/// Collectors registered by type: at most one of each type goes on the bus, however many
+/// clients or applications ask for it.
+#[derive(Default)]
+struct TypedCollectors(Vec<CollectorFactory>);
+
+impl TypedCollectors {
+    fn add(&mut self, factory: CollectorFactory) {
+        if !self.0.iter().any(|f| f.type_id == factory.type_id) {
+            self.0.push(factory);
+        }
+    }
+
+    fn extend(&mut self, other: TypedCollectors) {
+        for factory in other.0 {
+            self.add(factory);
+        }
+    }
 }
 
 impl fmt::Debug for KitBuilder {
@@ -169,6 +215,7 @@ impl KitBuilder {
             extensions: Extensions::new(),
             capabilities: BTreeSet::new(),
             collectors: Vec::new(),
+            typed_collectors: TypedCollectors::default(),
             errors: Vec::new(),
         }
     }
@@ -213,6 +260,18 @@ impl KitBuilder {
         self
     }
 
+    /// Adds a collector of type `C`, made with `C::default()`, unless one was added by type
+    /// already (here or on an application): collectors a client asks for go on the bus once.
+    pub fn add_collector_type<C: Collector + Default>(&mut self) -> &mut Self {
+        self.add_collector_factory(CollectorFactory::of::<C>())
+    }
+
+    /// Adds the collector `factory` makes, unless one of its type was added already.
+    pub fn add_collector_factory(&mut self, factory: CollectorFactory) -> &mut Self {
+        self.typed_collectors.add(factory);
+        self
+    }
+
     /// Adds a boxed collector to the bus.
     pub fn add_boxed_collector(&mut self, collector: Box<dyn Collector>) -> &mut Self {
         self.collectors.push(collector);
@@ -244,10 +303,12 @@ impl KitBuilder {
     pub fn build(self) -> Result<BuiltHost, BuildError> {
         let mut errors = self.errors;
         let mut capabilities = self.capabilities;
+        let mut typed = self.typed_collectors;
         let mut applications = Vec::with_capacity(self.applications.len());
         for app in self.applications {
             errors.extend(app.errors);
             capabilities.extend(app.capabilities);
+            typed.extend(app.typed_collectors);
             applications.push(Arc::new(Application {
                 name: app.name,
                 extensions: app.extensions,
@@ -256,6 +317,8 @@ impl KitBuilder {
         if !errors.is_empty() {
             return Err(BuildError::Registration(errors));
         }
+        let mut collectors = self.collectors;
+        collectors.extend(typed.0.into_iter().map(|f| (f.make)()));
         Ok(BuiltHost {
             host: Host {
                 configuration: self.configuration,
@@ -263,7 +326,7 @@ impl KitBuilder {
                 extensions: self.extensions,
                 capabilities,
             },
-            collectors: self.collectors,
+            collectors,
         })
     }
 }
@@ -290,6 +353,7 @@ pub struct ApplicationBuilder {
     name: String,
     extensions: Extensions,
     capabilities: BTreeSet<Capability>,
+    typed_collectors: TypedCollectors,
     errors: Vec<String>,
     base_url: Option<String>,
 }
@@ -308,6 +372,7 @@ impl ApplicationBuilder {
             name: name.to_owned(),
             extensions: Extensions::new(),
             capabilities: BTreeSet::new(),
+            typed_collectors: TypedCollectors::default(),
             errors: Vec::new(),
             base_url: configuration
                 .get(&format!("Kit:Applications:{name}:BaseUrl"))
@@ -328,6 +393,18 @@ impl ApplicationBuilder {
     /// Declares a capability (protocols declare theirs when registered).
     pub fn add_capability(&mut self, capability: Capability) -> &mut Self {
         self.capabilities.insert(capability);
+        self
+    }
+
+    /// Adds a collector of type `C` to the host's bus, once per type (see
+    /// [`KitBuilder::add_collector_type`]).
+    pub fn add_collector_type<C: Collector + Default>(&mut self) -> &mut Self {
+        self.add_collector_factory(CollectorFactory::of::<C>())
+    }
+
+    /// Adds the collector `factory` makes to the host's bus, once per type.
+    pub fn add_collector_factory(&mut self, factory: CollectorFactory) -> &mut Self {
+        self.typed_collectors.add(factory);
         self
     }
 
@@ -456,6 +533,25 @@ mod tests {
         assert_eq!(app.extensions().get::<Clients>().unwrap().0, vec!["a", "b"]);
         assert!(host.has_capability(&Capability::protocol("rest")));
         assert!(!host.has_capability(&Capability::protocol("gRPC")));
+    }
+
+    #[derive(Default)]
+    struct Counter;
+    impl Collector for Counter {
+        fn on_event(&mut self, _: &crate::Event) {}
+    }
+
+    #[test]
+    fn a_collector_type_asked_for_twice_goes_on_the_bus_once() {
+        let mut kit = KitBuilder::new(Configuration::new());
+        kit.add_collector_type::<Counter>();
+        kit.add_application("a", |app| {
+            app.add_collector_type::<Counter>();
+        });
+        kit.add_application("b", |app| {
+            app.add_collector_type::<Counter>();
+        });
+        assert_eq!(kit.build().unwrap().collectors.len(), 1);
     }
 
     #[test]

@@ -56,7 +56,7 @@ pub use event::{
     TestStarted, Timestamp,
 };
 pub use host::{
-    Application, ApplicationBuilder, BuildError, BuiltHost, Capability, Extensions, Host, KitBuilder,
-    KitCapabilityKinds,
+    Application, ApplicationBuilder, BuildError, BuiltHost, Capability, CollectorFactory, Extensions, Host,
+    KitBuilder, KitCapabilityKinds,
 };
 pub use panic::{install_panic_hook, panic_message, register_panic_payload};

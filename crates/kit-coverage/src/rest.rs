@@ -1,0 +1,128 @@
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use kit_core::{Collector, Event, EventKind, semconv};
+
+/// Calls of one endpoint: a method and a route template.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct EndpointCoverage {
+    /// The HTTP method, upper case.
+    pub method: String,
+    /// The route template (`/orders/{id}`).
+    pub route: String,
+    /// How many responses were seen.
+    pub calls: u64,
+    /// How many responses of each status were seen.
+    pub statuses: BTreeMap<u16, u64>,
+}
+
+/// REST coverage: one item per endpoint called, from `http.response` observations.
+///
+/// It lists only what it saw: an endpoint never called is absent (the OpenAPI collector is
+/// the one that knows what exists).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RestCoverageCollector {
+    endpoints: BTreeMap<(String, String), EndpointCoverage>,
+}
+
+impl RestCoverageCollector {
+    /// The category the items belong to in reports.
+    pub const CATEGORY: &'static str = "REST";
+
+    /// A collector that has seen nothing.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Endpoints seen, ordered by route then method.
+    pub fn endpoints(&self) -> impl Iterator<Item = &EndpointCoverage> {
+        self.endpoints.values()
+    }
+
+    /// Total responses seen.
+    pub fn calls(&self) -> u64 {
+        self.endpoints.values().map(|e| e.calls).sum()
+    }
+}
+
+impl Collector for RestCoverageCollector {
+    fn on_event(&mut self, event: &Event) {
+        let EventKind::Observation(observation) = &event.kind else {
+            return;
+        };
+        if observation.name != semconv::OBS_HTTP_RESPONSE {
+            return;
+        }
+        let attrs = &observation.attributes;
+        let (Some(method), Some(route)) = (
+            attrs.get_str(semconv::HTTP_REQUEST_METHOD),
+            attrs.get_str(semconv::HTTP_ROUTE),
+        ) else {
+            return;
+        };
+        let entry = self
+            .endpoints
+            .entry((route.to_owned(), method.to_owned()))
+            .or_insert_with(|| EndpointCoverage {
+                method: method.to_owned(),
+                route: route.to_owned(),
+                calls: 0,
+                statuses: BTreeMap::new(),
+            });
+        entry.calls += 1;
+        if let Some(status) = attrs
+            .get_i64(semconv::HTTP_RESPONSE_STATUS_CODE)
+            .and_then(|s| u16::try_from(s).ok())
+        {
+            *entry.statuses.entry(status).or_default() += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kit_core::*;
+
+    fn observation(name: &'static str, method: &str, route: &str, status: i64) -> Event {
+        Event {
+            run_id: RunId::new("r").unwrap(),
+            test_id: TestId::generate(),
+            id: EventId::generate(),
+            parent_id: None,
+            sequence: 0,
+            timestamp: Timestamp::now(),
+            kind: EventKind::Observation(Observation::new(
+                name,
+                Attributes::new()
+                    .with(semconv::HTTP_REQUEST_METHOD, method)
+                    .with(semconv::HTTP_ROUTE, route)
+                    .with(semconv::HTTP_RESPONSE_STATUS_CODE, status),
+            )),
+        }
+    }
+
+    #[test]
+    fn counts_calls_and_statuses_per_method_and_route_and_ignores_the_rest() {
+        let mut c = RestCoverageCollector::new();
+        for (m, r, s) in [
+            ("GET", "/o/{id}", 200),
+            ("GET", "/o/{id}", 404),
+            ("POST", "/o", 201),
+            ("GET", "/o/{id}", 200),
+        ] {
+            c.on_event(&observation(semconv::OBS_HTTP_RESPONSE, m, r, s));
+        }
+        c.on_event(&observation(semconv::OBS_HTTP_FAILURE, "GET", "/x", 0));
+        let items: Vec<_> = c
+            .endpoints()
+            .map(|e| (e.method.as_str(), e.route.as_str(), e.calls))
+            .collect();
+        assert_eq!(items, [("POST", "/o", 1), ("GET", "/o/{id}", 3)]);
+        let get = c.endpoints().nth(1).unwrap();
+        assert_eq!(get.statuses, BTreeMap::from([(200, 2), (404, 1)]));
+        assert_eq!(c.calls(), 4);
+    }
+}
