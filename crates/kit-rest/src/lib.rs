@@ -1,1 +1,52 @@
+//! The kit's REST client: registration, client resolution, the request builder and buffered
+//! responses, each request traced as an `http.request` operation with its `http.response`.
+//!
+//! Users reach it through the `kit` facade (`use kit::prelude::*`). Registration extends the
+//! host builders ([`KitBuilderRestExt`], [`ApplicationBuilderRestExt`]); requests start from
+//! the test's context ([`RestContextExt::rest`]).
+#![deny(missing_docs)]
 
+mod client;
+mod error;
+mod registration;
+mod request;
+mod response;
+mod server;
+
+use kit_core::KitExecutionContext;
+
+pub use error::RestError;
+pub use registration::{
+    ApplicationBuilderRestExt, DEFAULT_CLIENT, KitBuilderRestExt, RestBuilder, RestClientTarget,
+    rest_capability,
+};
+pub use request::{DEFAULT_MAX_RESPONSE_BODY_BYTES, PendingRequest, RestRequestBuilder};
+pub use response::RestResponse;
+pub use server::IntoInProcessService;
+
+/// `rest()` and `rest_named()` on a test's context.
+pub trait RestContextExt {
+    /// A request on the test's REST client: the client bound by `#[application(app, "Rest:c")]`,
+    /// else the bound application's first client, else the client named `Default`.
+    fn rest(&self) -> RestRequestBuilder;
+
+    /// A request on the client called `name`: `app:name` for the bound application first, then
+    /// `name` as given; `app:name` is exact.
+    fn rest_named(&self, name: &str) -> RestRequestBuilder;
+}
+
+impl RestContextExt for KitExecutionContext {
+    fn rest(&self) -> RestRequestBuilder {
+        RestRequestBuilder::new(self, None)
+    }
+
+    fn rest_named(&self, name: &str) -> RestRequestBuilder {
+        RestRequestBuilder::new(self, Some(name))
+    }
+}
+
+/// Makes panics carrying a [`RestError`] print its message (see
+/// [`kit_core::register_panic_payload`]).
+pub fn register_panic_payloads() {
+    kit_core::register_panic_payload::<RestError>();
+}

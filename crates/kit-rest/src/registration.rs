@@ -1,0 +1,238 @@
+//! Registering REST clients on the host and on applications.
+
+use std::fmt;
+use std::sync::Arc;
+
+use kit_core::{ApplicationBuilder, Capability, Collector, CollectorFactory, KitBuilder};
+
+use crate::server::InProcessServer;
+
+/// A `reqwest::ClientBuilder` callback.
+pub(crate) type Configure = Arc<dyn Fn(reqwest::ClientBuilder) -> reqwest::ClientBuilder + Send + Sync>;
+
+/// One `add_client()` registration.
+#[derive(Clone, Default)]
+pub(crate) struct ClientRegistration {
+    pub(crate) name: Option<String>,
+    pub(crate) base_url: Option<url::Url>,
+    pub(crate) endpoint: Option<String>,
+    pub(crate) configure: Vec<Configure>,
+}
+
+impl fmt::Debug for ClientRegistration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientRegistration")
+            .field("name", &self.name)
+            .field("base_url", &self.base_url.as_ref().map(url::Url::as_str))
+            .field("endpoint", &self.endpoint)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClientRegistration {
+    /// The name the client answers to: its own, or `Default`.
+    pub(crate) fn name(&self) -> &str {
+        self.name.as_deref().unwrap_or(DEFAULT_CLIENT)
+    }
+}
+
+/// The name of a client registered without one.
+pub const DEFAULT_CLIENT: &str = "Default";
+
+/// What an application (or the host, for host-level clients) registered for REST.
+/// Kept in the builders' extensions.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct RestRegistration {
+    pub(crate) clients: Vec<ClientRegistration>,
+}
+
+/// Registers REST clients: the argument of `add_rest`.
+pub struct RestBuilder<'a> {
+    registration: &'a mut RestRegistration,
+    collectors: Vec<CollectorFactory>,
+    errors: Vec<String>,
+    owner: String,
+}
+
+impl fmt::Debug for RestBuilder<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RestBuilder")
+            .field("owner", &self.owner)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> RestBuilder<'a> {
+    /// Adds a client and returns its target builder. A client registered under a name
+    /// already taken is ignored when resolving (the first registration wins).
+    pub fn add_client(&mut self) -> RestClientTarget<'_, 'a> {
+        self.registration.clients.push(ClientRegistration::default());
+        RestClientTarget { builder: self }
+    }
+}
+
+/// Configures one client; returned by [`RestBuilder::add_client`], which has already
+/// registered it (a target may be dropped unconfigured: that is a default client).
+pub struct RestClientTarget<'b, 'a> {
+    builder: &'b mut RestBuilder<'a>,
+}
+
+impl fmt::Debug for RestClientTarget<'_, '_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RestClientTarget")
+            .field("client", self.client())
+            .finish()
+    }
+}
+
+impl RestClientTarget<'_, '_> {
+    fn client(&self) -> &ClientRegistration {
+        // `add_client` pushed this target's registration last, and the target borrows the
+        // builder mutably, so nothing was pushed since.
+        match self.builder.registration.clients.last() {
+            Some(c) => c,
+            None => unreachable!("a client target exists only after add_client"),
+        }
+    }
+
+    fn client_mut(&mut self) -> &mut ClientRegistration {
+        match self.builder.registration.clients.last_mut() {
+            Some(c) => c,
+            None => unreachable!("a client target exists only after add_client"),
+        }
+    }
+
+    /// Names the client. Omit it when the application has one client.
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.client_mut().name = Some(name.into());
+        self
+    }
+
+    /// Sets an absolute base URL, which wins over the application's `BaseUrl`. A URL that is
+    /// not absolute makes the host fail to build, with an error naming the client and value.
+    pub fn base_url(mut self, url: &str) -> Self {
+        match url::Url::parse(url) {
+            Ok(parsed) if parsed.has_host() => self.client_mut().base_url = Some(parsed),
+            _ => {
+                let owner = self.builder.owner.clone();
+                let name = self.client().name().to_owned();
+                self.builder.errors.push(format!(
+                    "REST client '{name}' of {owner}: base URL {url:?} is not an absolute URL (expected something like \"https://host/path\")"
+                ));
+            }
+        }
+        self
+    }
+
+    /// Appends the path configured as `Kit:Applications:{application}:Endpoints:{endpoint}` to
+    /// the application's base URL.
+    pub fn endpoint(mut self, endpoint: impl Into<String>) -> Self {
+        self.client_mut().endpoint = Some(endpoint.into());
+        self
+    }
+
+    /// Adds a callback that configures the `reqwest::ClientBuilder` of every client built from
+    /// this registration (timeouts, proxies, TLS roots, default headers).
+    pub fn configure(
+        mut self,
+        callback: impl Fn(reqwest::ClientBuilder) -> reqwest::ClientBuilder + Send + Sync + 'static,
+    ) -> Self {
+        self.client_mut().configure.push(Arc::new(callback));
+        self
+    }
+
+    /// Puts a collector of type `C` on the bus (once, however many clients ask for it).
+    pub fn add_collector<C: Collector + Default>(self) -> Self {
+        self.builder.collectors.push(CollectorFactory::of::<C>());
+        self
+    }
+}
+
+fn run_rest(
+    registration: &mut RestRegistration,
+    owner: String,
+    configure: impl FnOnce(&mut RestBuilder<'_>),
+) -> (Vec<CollectorFactory>, Vec<String>) {
+    let mut builder = RestBuilder {
+        registration,
+        collectors: Vec::new(),
+        errors: Vec::new(),
+        owner,
+    };
+    configure(&mut builder);
+    (builder.collectors, builder.errors)
+}
+
+/// The REST capability every `add_rest` declares.
+pub fn rest_capability() -> Capability {
+    Capability::protocol("REST")
+}
+
+/// `add_rest` on the host builder: clients that belong to no application.
+pub trait KitBuilderRestExt {
+    /// Registers REST for host-level clients. Repeated calls never fail; each callback adds
+    /// its clients.
+    fn add_rest(&mut self, configure: impl FnOnce(&mut RestBuilder<'_>)) -> &mut Self;
+}
+
+impl KitBuilderRestExt for KitBuilder {
+    fn add_rest(&mut self, configure: impl FnOnce(&mut RestBuilder<'_>)) -> &mut Self {
+        self.add_capability(rest_capability());
+        let registration = self
+            .extensions_mut()
+            .get_or_insert_with(RestRegistration::default);
+        let (collectors, errors) = run_rest(registration, "the host".to_owned(), configure);
+        for factory in collectors {
+            self.add_collector_factory(factory);
+        }
+        for error in errors {
+            self.record_error(error);
+        }
+        self
+    }
+}
+
+/// `add_rest` and `add_in_process_server` on an application builder.
+pub trait ApplicationBuilderRestExt {
+    /// Registers REST under this application; its clients share the application's base URL.
+    /// Repeated calls never fail; each callback adds its clients.
+    fn add_rest(&mut self, configure: impl FnOnce(&mut RestBuilder<'_>)) -> &mut Self;
+
+    /// Serves the application in-process: `factory` makes an axum `Router` (or any tower
+    /// service), which the kit serves on a loopback port it picks, on a runtime of its own,
+    /// the first time a client of this application needs it. Clients with no base URL of
+    /// their own use it. A configured `Kit:Applications:{app}:BaseUrl` wins: the server is
+    /// then never started.
+    fn add_in_process_server<F, S>(&mut self, factory: F) -> &mut Self
+    where
+        F: FnOnce() -> S + Send + 'static,
+        S: crate::server::IntoInProcessService;
+}
+
+impl ApplicationBuilderRestExt for ApplicationBuilder {
+    fn add_rest(&mut self, configure: impl FnOnce(&mut RestBuilder<'_>)) -> &mut Self {
+        self.add_capability(rest_capability());
+        let owner = format!("application '{}'", self.name());
+        let registration = self
+            .extensions_mut()
+            .get_or_insert_with(RestRegistration::default);
+        let (collectors, errors) = run_rest(registration, owner, configure);
+        for factory in collectors {
+            self.add_collector_factory(factory);
+        }
+        for error in errors {
+            self.record_error(error);
+        }
+        self
+    }
+
+    fn add_in_process_server<F, S>(&mut self, factory: F) -> &mut Self
+    where
+        F: FnOnce() -> S + Send + 'static,
+        S: crate::server::IntoInProcessService,
+    {
+        let name = self.name().to_owned();
+        self.extensions_mut().insert(InProcessServer::new(name, factory));
+        self
+    }
+}

@@ -1,0 +1,571 @@
+//! Building and sending a request.
+
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::{Bytes, BytesMut};
+use http::{HeaderMap, HeaderName, HeaderValue, Method};
+use kit_core::{Attributes, KitExecutionContext, Observation, OperationStarted, OperationStatus, semconv};
+use serde::Serialize;
+
+use crate::RestError;
+use crate::client::{ResolvedClient, join_path, resolve};
+use crate::response::{RequestInfo, RestResponse};
+
+/// Default of `Kit:Rest:Responses:MaxResponseBodyBytes`: 10 MiB.
+pub const DEFAULT_MAX_RESPONSE_BODY_BYTES: u64 = 10 * 1024 * 1024;
+
+enum Body {
+    Bytes { bytes: Bytes, content_type: HeaderValue },
+    Form(String),
+}
+
+/// Builds one request: body, headers, query. Returned by `ctx.rest()`; sent by a verb.
+///
+/// A problem found while building (a client that does not resolve, a header that is not
+/// valid, a body that does not serialize) is reported when the request is awaited, as the
+/// test's failure, with an `http.failure` event.
+#[must_use = "a request is sent by a verb: .get(route), .post(route), …"]
+pub struct RestRequestBuilder {
+    ctx: KitExecutionContext,
+    client: Result<Arc<ResolvedClient>, RestError>,
+    headers: HeaderMap,
+    query: Vec<(String, String)>,
+    path_params: Vec<(String, String)>,
+    body: Option<Body>,
+    problem: Option<String>,
+}
+
+impl std::fmt::Debug for RestRequestBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RestRequestBuilder")
+            .field("client", &self.client.as_ref().map(|c| &c.target))
+            .field("headers", &self.headers.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl RestRequestBuilder {
+    pub(crate) fn new(ctx: &KitExecutionContext, name: Option<&str>) -> Self {
+        RestRequestBuilder {
+            ctx: ctx.clone(),
+            client: resolve(ctx, name),
+            headers: HeaderMap::new(),
+            query: Vec::new(),
+            path_params: Vec::new(),
+            body: None,
+            problem: None,
+        }
+    }
+
+    fn fail(&mut self, problem: String) {
+        self.problem.get_or_insert(problem);
+    }
+
+    /// Sends `value` as JSON, with `Content-Type: application/json; charset=utf-8`.
+    pub fn body(mut self, value: &impl Serialize) -> Self {
+        match serde_json::to_vec(value) {
+            Ok(json) => {
+                self.body = Some(Body::Bytes {
+                    bytes: json.into(),
+                    content_type: HeaderValue::from_static("application/json; charset=utf-8"),
+                })
+            }
+            Err(e) => self.fail(format!("the body does not serialize to JSON: {e}")),
+        }
+        self
+    }
+
+    /// Sends `text` as `text/plain; charset=utf-8`.
+    pub fn text(mut self, text: impl Into<String>) -> Self {
+        self.body = Some(Body::Bytes {
+            bytes: Bytes::from(text.into()),
+            content_type: HeaderValue::from_static("text/plain; charset=utf-8"),
+        });
+        self
+    }
+
+    /// Sends raw bytes with the given content type.
+    pub fn bytes(mut self, bytes: impl Into<Bytes>, content_type: &str) -> Self {
+        match HeaderValue::from_str(content_type) {
+            Ok(content_type) => {
+                self.body = Some(Body::Bytes {
+                    bytes: bytes.into(),
+                    content_type,
+                })
+            }
+            Err(_) => self.fail(format!(
+                "the content type {content_type:?} is not a valid header value"
+            )),
+        }
+        self
+    }
+
+    /// Sends `value` as `application/x-www-form-urlencoded`.
+    pub fn form(mut self, value: &impl Serialize) -> Self {
+        match serde_urlencoded::to_string(value) {
+            Ok(encoded) => self.body = Some(Body::Form(encoded)),
+            Err(e) => self.fail(format!("the form does not serialize: {e}")),
+        }
+        self
+    }
+
+    /// Adds a header (repeatable: a second value for the same name is added, not replaced).
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        match (HeaderName::try_from(name), HeaderValue::try_from(value)) {
+            (Ok(name), Ok(value)) => {
+                self.headers.append(name, value);
+            }
+            (Err(_), _) => self.fail(format!("{name:?} is not a valid header name")),
+            (_, Err(_)) => self.fail(format!(
+                "the value of header {name:?} is not a valid header value"
+            )),
+        }
+        self
+    }
+
+    /// Adds a query parameter (repeatable).
+    pub fn query(mut self, name: impl Into<String>, value: impl ToString) -> Self {
+        self.query.push((name.into(), value.to_string()));
+        self
+    }
+
+    /// Fills the route token `{name}` with `value`, percent-encoded. The route template (with
+    /// its tokens) is what traces and coverage record; the filled path is what is sent.
+    pub fn path_param(mut self, name: impl Into<String>, value: impl ToString) -> Self {
+        self.path_params.push((name.into(), value.to_string()));
+        self
+    }
+
+    /// Sends a `GET` to `route` (relative to the client's base address, or absolute).
+    pub fn get(self, route: &str) -> PendingRequest {
+        self.send(Method::GET, route)
+    }
+
+    /// Sends a `POST`.
+    pub fn post(self, route: &str) -> PendingRequest {
+        self.send(Method::POST, route)
+    }
+
+    /// Sends a `PUT`.
+    pub fn put(self, route: &str) -> PendingRequest {
+        self.send(Method::PUT, route)
+    }
+
+    /// Sends a `PATCH`.
+    pub fn patch(self, route: &str) -> PendingRequest {
+        self.send(Method::PATCH, route)
+    }
+
+    /// Sends a `DELETE`.
+    pub fn delete(self, route: &str) -> PendingRequest {
+        self.send(Method::DELETE, route)
+    }
+
+    /// Sends a `HEAD`.
+    pub fn head(self, route: &str) -> PendingRequest {
+        self.send(Method::HEAD, route)
+    }
+
+    /// Sends an `OPTIONS`.
+    pub fn options(self, route: &str) -> PendingRequest {
+        self.send(Method::OPTIONS, route)
+    }
+
+    /// Sends `method` to `route`.
+    pub fn send(self, method: Method, route: &str) -> PendingRequest {
+        PendingRequest {
+            builder: self,
+            method,
+            route: route.to_owned(),
+        }
+    }
+}
+
+/// A request ready to send. Await it for the [`RestResponse`] (a failure fails the test), or
+/// call [`try_send`](Self::try_send) for a `Result`.
+#[must_use = "a request is sent when awaited"]
+pub struct PendingRequest {
+    builder: RestRequestBuilder,
+    method: Method,
+    route: String,
+}
+
+impl std::fmt::Debug for PendingRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PendingRequest({} {})", self.method, self.route)
+    }
+}
+
+impl IntoFuture for PendingRequest {
+    type Output = RestResponse;
+    type IntoFuture = Pin<Box<dyn Future<Output = RestResponse> + Send>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move {
+            match self.try_send().await {
+                Ok(response) => response,
+                // The typed error is the payload: catch_unwind + downcast_ref recovers it.
+                Err(error) => std::panic::panic_any(error),
+            }
+        })
+    }
+}
+
+/// The route template with any query string removed: what traces and coverage see.
+fn route_template(route: &str) -> &str {
+    route.split_once('?').map_or(route, |(path, _)| path)
+}
+
+/// Replaces every `{token}` (ASCII letters, digits and `_`) in `route` by its value,
+/// percent-encoded as a path segment. Braces around anything else are not a token and stay.
+/// Fails naming the first token without a value.
+pub(crate) fn fill_route(route: &str, params: &[(String, String)]) -> Result<String, String> {
+    let mut out = String::with_capacity(route.len() + 16);
+    let mut rest = route;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let token_len = after
+            .bytes()
+            .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
+            .count();
+        if token_len > 0 && after.as_bytes().get(token_len) == Some(&b'}') {
+            let token = &after[..token_len];
+            // The last value given for a token wins, as with a map.
+            match params.iter().rev().find(|(name, _)| name == token) {
+                Some((_, value)) => out.extend(
+                    url::form_urlencoded::byte_serialize(value.as_bytes()).map(|s| s.replace('+', "%20")),
+                ),
+                None => {
+                    return Err(format!(
+                        "the route token {{{token}}} has no value; give it one with .path_param(\"{token}\", …)"
+                    ));
+                }
+            }
+            rest = &after[token_len + 1..];
+        } else {
+            out.push('{');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// The URL as events may show it: without user-info.
+pub(crate) fn sanitized_url(url: &url::Url) -> String {
+    let mut shown = url.clone();
+    let _ = shown.set_username("");
+    let _ = shown.set_password(None);
+    shown.to_string()
+}
+
+impl PendingRequest {
+    /// Sends the request and returns the response, or the error, without failing the test.
+    pub async fn try_send(self) -> Result<RestResponse, RestError> {
+        let PendingRequest {
+            builder,
+            method,
+            route,
+        } = self;
+        let ctx = builder.ctx.clone();
+        let template = route_template(&route).to_owned();
+        let request_label = format!("{method} {template}");
+        let failure = |message: String, error: RestError| {
+            let attributes = Attributes::new()
+                .with(semconv::HTTP_REQUEST_METHOD, method.as_str())
+                .with(semconv::HTTP_ROUTE, template.as_str())
+                .with(semconv::KIT_FAILURE_MESSAGE, message);
+            ctx.observe(None, Observation::new(semconv::OBS_HTTP_FAILURE, attributes));
+            error
+        };
+        let client = match builder.client {
+            Ok(client) => client,
+            Err(e) => return Err(failure(e.to_string(), e)),
+        };
+        if let Some(problem) = builder.problem {
+            let error = RestError::InvalidRequest {
+                request: request_label,
+                message: problem.clone(),
+            };
+            return Err(failure(problem, error));
+        }
+        let path = match fill_route(&route, &builder.path_params) {
+            Ok(path) => path,
+            Err(message) => {
+                let error = RestError::InvalidRequest {
+                    request: request_label,
+                    message: message.clone(),
+                };
+                return Err(failure(message, error));
+            }
+        };
+        let mut url = match url::Url::parse(&path) {
+            Ok(absolute) if absolute.has_host() => absolute,
+            _ => match join_path(&client.base, &path) {
+                Ok(url) => url,
+                Err(e) => {
+                    let message = format!(
+                        "cannot build a URL from {:?} and {path:?}: {e}",
+                        sanitized_url(&client.base)
+                    );
+                    let error = RestError::InvalidRequest {
+                        request: request_label,
+                        message: message.clone(),
+                    };
+                    return Err(failure(message, error));
+                }
+            },
+        };
+        if !builder.query.is_empty() {
+            url.query_pairs_mut().extend_pairs(builder.query.iter());
+        }
+        let shown_url = sanitized_url(&url);
+        let limit = ctx
+            .configuration()
+            .get_parsed::<u64>("Kit:Rest:Responses:MaxResponseBodyBytes", "a number of bytes")
+            .ok()
+            .flatten()
+            .unwrap_or(DEFAULT_MAX_RESPONSE_BODY_BYTES);
+
+        let mut request = client
+            .client
+            .request(method.clone(), url.clone())
+            .headers(builder.headers);
+        let mut body_size = 0usize;
+        match builder.body {
+            Some(Body::Bytes { bytes, content_type }) => {
+                body_size = bytes.len();
+                request = request
+                    .header(http::header::CONTENT_TYPE, content_type)
+                    .body(bytes);
+            }
+            Some(Body::Form(encoded)) => {
+                body_size = encoded.len();
+                request = request
+                    .header(http::header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+                    .body(encoded);
+            }
+            None => {}
+        }
+        let request = match request.build() {
+            Ok(r) => r,
+            Err(e) => {
+                let message = e.without_url().to_string();
+                let error = RestError::InvalidRequest {
+                    request: request_label,
+                    message: message.clone(),
+                };
+                return Err(failure(message, error));
+            }
+        };
+
+        let mut start_attributes = Attributes::with_capacity(8)
+            .with(semconv::HTTP_REQUEST_METHOD, method.as_str())
+            .with(semconv::HTTP_ROUTE, template.as_str())
+            .with(semconv::URL_FULL, shown_url.as_str())
+            .with(semconv::KIT_CLIENT, client.target.as_str())
+            .with(semconv::KIT_REQUEST_HEADER_COUNT, request.headers().len());
+        if let Some(host) = url.host_str() {
+            start_attributes.push(semconv::SERVER_ADDRESS, host);
+        }
+        if let Some(port) = url.port_or_known_default() {
+            start_attributes.push(semconv::SERVER_PORT, port);
+        }
+        if body_size > 0 {
+            start_attributes.push(semconv::HTTP_REQUEST_BODY_SIZE, body_size);
+        }
+        let operation = ctx.start_operation(
+            None,
+            OperationStarted::new(semconv::OP_HTTP_REQUEST, format!("REST · {method} {template}"))
+                .with_entity(format!("client:reqwest::Client:Rest:{}", client.target))
+                .with_attributes(start_attributes),
+        );
+        let info = RequestInfo {
+            id: operation.id(),
+            method: method.clone(),
+            route: template.clone(),
+            url: shown_url.clone(),
+        };
+
+        let started = Instant::now();
+        let transport = |e: reqwest::Error| {
+            let kind = if e.is_timeout() {
+                "timeout"
+            } else if e.is_connect() {
+                "connect"
+            } else if e.is_body() || e.is_decode() {
+                "body"
+            } else {
+                "request"
+            };
+            (kind, error_chain(&e.without_url()))
+        };
+        let mut response = match client.client.execute(request).await {
+            Ok(r) => r,
+            Err(e) => {
+                let (kind, message) = transport(e);
+                return Err(end_with_failure(
+                    operation,
+                    kind,
+                    RestError::Transport {
+                        request: request_label,
+                        url: shown_url,
+                        message,
+                    },
+                ));
+            }
+        };
+        let status = response.status();
+        if response.content_length().is_some_and(|n| n > limit) {
+            return Err(end_with_failure(
+                operation,
+                "body_too_large",
+                RestError::BodyTooLarge {
+                    request: request_label,
+                    limit,
+                },
+            ));
+        }
+        let initial = response
+            .content_length()
+            .unwrap_or(0)
+            .min(limit)
+            .min(16 * 1024 * 1024);
+        let mut body = BytesMut::with_capacity(initial as usize);
+        // A running cap: never buffer past the limit, whatever Content-Length said.
+        loop {
+            match response.chunk().await {
+                Ok(Some(chunk)) => {
+                    if body.len() as u64 + chunk.len() as u64 > limit {
+                        return Err(end_with_failure(
+                            operation,
+                            "body_too_large",
+                            RestError::BodyTooLarge {
+                                request: request_label,
+                                limit,
+                            },
+                        ));
+                    }
+                    body.extend_from_slice(&chunk);
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    let (kind, message) = transport(e);
+                    return Err(end_with_failure(
+                        operation,
+                        kind,
+                        RestError::Transport {
+                            request: request_label,
+                            url: shown_url,
+                            message,
+                        },
+                    ));
+                }
+            }
+        }
+        let elapsed = started.elapsed();
+        let body = body.freeze();
+        let mut raw = http::Response::new(body);
+        *raw.status_mut() = status;
+        *raw.version_mut() = response.version();
+        *raw.headers_mut() = std::mem::take(response.headers_mut());
+
+        operation.observe(Observation::new(
+            semconv::OBS_HTTP_RESPONSE,
+            Attributes::with_capacity(6)
+                .with(semconv::HTTP_REQUEST_METHOD, method.as_str())
+                .with(semconv::HTTP_ROUTE, template.as_str())
+                .with(semconv::HTTP_RESPONSE_STATUS_CODE, status.as_u16())
+                .with(semconv::URL_FULL, shown_url)
+                .with(semconv::HTTP_RESPONSE_BODY_SIZE, raw.body().len())
+                .with(
+                    semconv::KIT_DURATION_NS,
+                    u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX),
+                ),
+        ));
+        operation.end(
+            OperationStatus::Ok,
+            Attributes::new().with(semconv::HTTP_RESPONSE_STATUS_CODE, status.as_u16()),
+        );
+        Ok(RestResponse::new(ctx, info, raw, elapsed))
+    }
+}
+
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        let next = e.to_string();
+        if !text.contains(&next) {
+            text.push_str(": ");
+            text.push_str(&next);
+        }
+        source = e.source();
+    }
+    text
+}
+
+fn end_with_failure(operation: kit_core::Operation, kind: &'static str, error: RestError) -> RestError {
+    let message = error.to_string();
+    operation.observe(Observation::new(
+        semconv::OBS_HTTP_FAILURE,
+        Attributes::new()
+            .with(semconv::ERROR_TYPE, kind)
+            .with(semconv::KIT_FAILURE_MESSAGE, message.as_str()),
+    ));
+    operation.end(
+        OperationStatus::Error { message },
+        Attributes::new().with(semconv::ERROR_TYPE, kind),
+    );
+    error
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter()
+            .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn tokens_are_filled_percent_encoded() {
+        let p = params(&[("id", "a b/c?d"), ("sku_2", "X")]);
+        assert_eq!(
+            fill_route("/orders/{id}/items/{sku_2}", &p).unwrap(),
+            "/orders/a%20b%2Fc%3Fd/items/X"
+        );
+        assert_eq!(
+            fill_route("/x/{id}?q={id}", &params(&[("id", "1")])).unwrap(),
+            "/x/1?q=1"
+        );
+    }
+
+    #[test]
+    fn braces_around_other_characters_are_not_tokens() {
+        assert_eq!(
+            fill_route("/a/{not-a-token}/{}", &[]).unwrap(),
+            "/a/{not-a-token}/{}"
+        );
+    }
+
+    #[test]
+    fn an_unfilled_token_is_named() {
+        let err = fill_route("/orders/{id}", &[]).unwrap_err();
+        assert_eq!(
+            err,
+            "the route token {id} has no value; give it one with .path_param(\"id\", …)"
+        );
+    }
+
+    #[test]
+    fn templates_drop_the_query() {
+        assert_eq!(route_template("/orders/{id}?expand=items"), "/orders/{id}");
+    }
+}

@@ -1,0 +1,15 @@
+//! `use kit::prelude::*;` brings what a test file needs.
+
+pub use http::{Method, StatusCode};
+pub use serde_json::json;
+
+pub use kit_core::{
+    ApplicationBuilder, Capability, Collector, Configuration, Event, EventKind, KitBuilder,
+    KitCapabilityKinds, KitExecutionContext,
+};
+pub use kit_coverage::RestCoverageCollector;
+pub use kit_macros::{application, requires_capability};
+pub use kit_rest::{
+    ApplicationBuilderRestExt, KitBuilderRestExt, PendingRequest, RestContextExt, RestError,
+    RestRequestBuilder, RestResponse,
+};

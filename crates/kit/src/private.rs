@@ -1,0 +1,169 @@
+//! What the attribute macros expand to. Not a public API: it changes without notice.
+
+use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+
+pub use kit_core::KitCapabilityKinds;
+pub use linkme;
+
+use kit_core::{Capability, KitBuilder, KitExecutionContext, TestOutcome, TestStarted};
+
+use crate::runtime::{announce, runtime, warn};
+
+/// A `#[kit::host]` function.
+pub struct HostFn {
+    /// The function.
+    pub build: fn(&mut KitBuilder),
+    /// Its path, for messages.
+    pub name: &'static str,
+}
+
+/// Every `#[kit::host]` function linked into the binary.
+#[linkme::distributed_slice]
+pub static HOSTS: [HostFn];
+
+/// A capability a test requires.
+pub struct Requirement {
+    /// Its kind.
+    pub kind: KitCapabilityKinds,
+    /// Its name.
+    pub name: &'static str,
+}
+
+/// What `#[kit::test]` knows about a test.
+pub struct TestSpec {
+    /// The function's name.
+    pub name: &'static str,
+    /// `module_path!()` where it is defined.
+    pub module_path: &'static str,
+    /// `file!()`.
+    pub file: &'static str,
+    /// `line!()`.
+    pub line: u32,
+    /// The test crate's folder.
+    pub manifest_dir: &'static str,
+    /// `#[application("app", ..)]`.
+    pub application: Option<&'static str>,
+    /// `#[application(.., "Rest:client")]`.
+    pub client: Option<&'static str>,
+    /// `#[requires_capability(..)]`s.
+    pub requires: &'static [Requirement],
+}
+
+impl TestSpec {
+    /// The name libtest and nextest show: the module path without the crate, then the function.
+    pub fn test_name(&self) -> String {
+        match self.module_path.split_once("::") {
+            Some((_, path)) => format!("{path}::{}", self.name),
+            None => self.name.to_owned(),
+        }
+    }
+}
+
+/// What a test body may return.
+pub trait TestResult {
+    /// The failure message, if the body failed.
+    fn failure(self) -> Option<String>;
+}
+
+impl TestResult for () {
+    fn failure(self) -> Option<String> {
+        None
+    }
+}
+
+impl<E: std::fmt::Debug> TestResult for Result<(), E> {
+    fn failure(self) -> Option<String> {
+        self.err().map(|e| format!("the test returned Err: {e:?}"))
+    }
+}
+
+/// Runs one `#[kit::test]`.
+pub fn run_test<F, Fut>(spec: &'static TestSpec, body: F)
+where
+    F: FnOnce(KitExecutionContext) -> Fut,
+    Fut: Future,
+    Fut::Output: TestResult,
+{
+    let name = spec.test_name();
+    let kit = match runtime(spec.manifest_dir) {
+        Ok(kit) => kit,
+        Err(message) => {
+            announce(&format!("Failed {name}"));
+            panic!("the kit could not start: {message}");
+        }
+    };
+    let info = TestStarted::new(name.clone())
+        .with_application(spec.application.map(str::to_owned))
+        .with_client(spec.client.map(str::to_owned))
+        .with_location(Some(format!("{}:{}", spec.file, spec.line)));
+    let ctx = kit.run.begin_test(info);
+
+    let host = kit.run.host();
+    if let Some(missing) = spec.requires.iter().find(|r| {
+        !host.has_capability(&Capability {
+            kind: r.kind,
+            name: r.name.to_owned(),
+        })
+    }) {
+        let reason = format!(
+            "requires capability {}:{}, which the host does not register",
+            missing.kind, missing.name
+        );
+        finish(
+            &ctx,
+            &name,
+            TestOutcome::Skipped {
+                reason: reason.clone(),
+            },
+        );
+        announce(&format!("Skipped {name}: {reason}"));
+        return;
+    }
+    // The start is durable before the body runs: if the process dies, the test reads back
+    // as interrupted rather than vanishing.
+    if let Err(e) = ctx.flush() {
+        warn(&format!("the start of test {name} could not be recorded: {e}"));
+    }
+
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap_or_else(|e| panic!("cannot start the test's tokio runtime: {e}"));
+        let output = runtime.block_on(body(ctx.clone()));
+        // Dropping the runtime cancels tasks the test left running; their operations end
+        // now, before the test's end is recorded.
+        drop(runtime);
+        output.failure()
+    }));
+    match result {
+        Ok(None) => {
+            finish(&ctx, &name, TestOutcome::Passed);
+            announce(&format!("Passed {name}"));
+        }
+        Ok(Some(message)) => {
+            finish(
+                &ctx,
+                &name,
+                TestOutcome::Failed {
+                    message: message.clone(),
+                },
+            );
+            announce(&format!("Failed {name}"));
+            panic!("{message}");
+        }
+        Err(payload) => {
+            let message = kit_core::panic_message(&*payload);
+            finish(&ctx, &name, TestOutcome::Failed { message });
+            announce(&format!("Failed {name}"));
+            resume_unwind(payload);
+        }
+    }
+}
+
+fn finish(ctx: &KitExecutionContext, name: &str, outcome: TestOutcome) {
+    if let Err(e) = ctx.finish(outcome) {
+        warn(&format!("the trace of test {name} is incomplete: {e}"));
+    }
+}

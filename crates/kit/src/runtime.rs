@@ -1,0 +1,101 @@
+//! The process-wide kit: host, bus and archive, built once by the first test that runs.
+
+use std::io::Write;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use kit_core::{Bus, Configuration, KitBuilder, KitRun};
+use kit_trace::{ArchiveWriter, RunManifest};
+
+use crate::__private::HOSTS;
+
+/// The kit of this test process.
+pub(crate) struct Runtime {
+    pub(crate) run: KitRun,
+}
+
+static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();
+
+/// The process's kit, built on first use from the test crate's folder. A failure to build it
+/// (a bad configuration file, a misregistered client) fails every test with the same message.
+pub(crate) fn runtime(manifest_dir: &str) -> Result<&'static Runtime, &'static str> {
+    RUNTIME
+        .get_or_init(|| init(Path::new(manifest_dir)))
+        .as_ref()
+        .map_err(String::as_str)
+}
+
+fn init(manifest_dir: &Path) -> Result<Runtime, String> {
+    kit_core::install_panic_hook();
+    kit_rest::register_panic_payloads();
+    let configuration = Configuration::load(manifest_dir).map_err(|e| e.to_string())?;
+    let mut builder = KitBuilder::new(configuration);
+    match HOSTS.len() {
+        0 => {}
+        1 => {
+            let host = &HOSTS[0];
+            catch_unwind(AssertUnwindSafe(|| (host.build)(&mut builder))).map_err(|p| {
+                format!(
+                    "the #[kit::host] function {} panicked: {}",
+                    host.name,
+                    kit_core::panic_message(&*p)
+                )
+            })?;
+        }
+        _ => {
+            let names: Vec<&str> = HOSTS.iter().map(|h| h.name).collect();
+            return Err(format!(
+                "this test binary has {} #[kit::host] functions ({}); keep one",
+                names.len(),
+                names.join(", ")
+            ));
+        }
+    }
+    let built = builder.build().map_err(|e| e.to_string())?;
+    let (run_id, runner) = crate::run_id::from_environment()?;
+    let configuration = built.host.configuration();
+    let mut bus = Bus::builder();
+    let tracing = configuration
+        .get_bool("Kit:Trace:Enabled")
+        .map_err(|e| e.to_string())?
+        .unwrap_or(true);
+    if tracing {
+        let dir = results_dir(configuration, manifest_dir);
+        let writer = ArchiveWriter::create(&dir, RunManifest::new(run_id.clone(), runner))
+            .map_err(|e| e.to_string())?;
+        bus = bus.collector(writer);
+    }
+    let bus = bus.collectors(built.collectors).start();
+    Ok(Runtime {
+        run: KitRun::new(built.host, bus, run_id),
+    })
+}
+
+/// `KIT_RESULTS_DIR`, else `Kit:Trace:Directory`, else `TestResults`; relative to the test
+/// crate's folder (where `cargo test` runs its tests).
+fn results_dir(configuration: &Configuration, manifest_dir: &Path) -> PathBuf {
+    let configured = std::env::var_os("KIT_RESULTS_DIR")
+        .map(PathBuf::from)
+        .or_else(|| configuration.get("Kit:Trace:Directory").map(PathBuf::from));
+    match configured {
+        Some(path) if path.is_absolute() => path,
+        Some(path) => manifest_dir.join(path),
+        None => manifest_dir.join("TestResults"),
+    }
+}
+
+/// Writes a line straight to the process's stdout, past libtest's capture of `print!`, so a
+/// person running plain `cargo test` sees it.
+pub(crate) fn announce(line: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(line.as_bytes());
+    let _ = out.write_all(b"\n");
+    let _ = out.flush();
+}
+
+/// Writes a warning straight to stderr, past libtest's capture.
+pub(crate) fn warn(line: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "kit: {line}");
+}
