@@ -1,0 +1,110 @@
+//! `kit-cli`: reports over the kit's `.kittrace` archives.
+//!
+//! Exit codes: 0 success; 1 a gate fell short or, where asked, a test failed; 2 unusable
+//! input, with one line saying which input and why.
+
+mod inputs;
+mod model;
+mod table;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+#[derive(Parser)]
+#[command(
+    name = "kit-cli",
+    version,
+    about = "Reports over the kit's .kittrace archives"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Tests with their outcomes and requests per endpoint, for archives or folders of them.
+    Report {
+        /// Archives, or folders holding `*.kittrace` files. Archives of one run are read as
+        /// one run; different runs are reported side by side.
+        #[arg(required = true)]
+        inputs: Vec<PathBuf>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+        /// Write to this file instead of stdout.
+        #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Format {
+    /// Outcome lines and tables for a terminal.
+    Table,
+}
+
+/// A failure with its exit code.
+struct Exit {
+    code: u8,
+    message: String,
+}
+
+impl Exit {
+    fn input(message: impl std::fmt::Display) -> Self {
+        Exit {
+            code: 2,
+            message: message.to_string(),
+        }
+    }
+}
+
+fn report(inputs: &[PathBuf], format: Format, output: Option<PathBuf>) -> Result<(), Exit> {
+    let archives = inputs::archives(inputs).map_err(Exit::input)?;
+    let report =
+        model::build(&archives).map_err(|(path, e)| Exit::input(format!("{}: {e}", path.display())))?;
+    let text = match format {
+        Format::Table => table::render(&report),
+    };
+    write_output(output, &text)
+}
+
+fn write_output(output: Option<PathBuf>, text: &str) -> Result<(), Exit> {
+    match output {
+        Some(path) => std::fs::write(&path, text)
+            .map_err(|e| Exit::input(format!("{}: cannot write: {e}", path.display()))),
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+                // A closed pipe (`kit-cli report … | head`) is a reader that has seen enough.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+                Err(e) => Err(Exit {
+                    code: 2,
+                    message: format!("cannot write to stdout: {e}"),
+                }),
+                Ok(()) => Ok(()),
+            }
+        }
+    }
+}
+
+fn main() -> anyhow::Result<ExitCode> {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Report {
+            inputs,
+            format,
+            output,
+        } => report(&inputs, format, output),
+    };
+    match result {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(exit) => {
+            let _ = writeln!(std::io::stderr(), "kit-cli: {}", exit.message);
+            Ok(ExitCode::from(exit.code))
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! The terminal format: outcome lines, then tables.
+
+use std::fmt::Write as _;
+
+use kit_core::TestOutcome;
+use tabled::settings::Style;
+use tabled::{Table, Tabled};
+
+use crate::model::{Report, RunReport};
+
+#[derive(Tabled)]
+struct TestLine {
+    #[tabled(rename = "Outcome")]
+    outcome: &'static str,
+    #[tabled(rename = "Test")]
+    name: String,
+    #[tabled(rename = "Duration")]
+    duration: String,
+    #[tabled(rename = "Requests")]
+    requests: u64,
+}
+
+#[derive(Tabled)]
+struct EndpointLine {
+    #[tabled(rename = "Method")]
+    method: String,
+    #[tabled(rename = "Route")]
+    route: String,
+    #[tabled(rename = "Calls")]
+    calls: u64,
+    #[tabled(rename = "Statuses")]
+    statuses: String,
+}
+
+/// `Passed <name>`, `Failed <name>: <first line>`, `Skipped <name>: <reason>`, `Interrupted <name>`.
+pub(crate) fn outcome_line(name: &str, outcome: &TestOutcome) -> String {
+    match outcome {
+        TestOutcome::Failed { message } => {
+            format!("Failed {name}: {}", message.lines().next().unwrap_or_default())
+        }
+        TestOutcome::Skipped { reason } => format!("Skipped {name}: {reason}"),
+        other => format!("{} {name}", other.label()),
+    }
+}
+
+fn duration(d: Option<std::time::Duration>) -> String {
+    match d {
+        None => "-".into(),
+        Some(d) if d.as_secs() >= 1 => format!("{:.2} s", d.as_secs_f64()),
+        Some(d) => format!("{:.1} ms", d.as_secs_f64() * 1000.0),
+    }
+}
+
+fn run(out: &mut String, run: &RunReport) {
+    let _ = writeln!(
+        out,
+        "Run {} ({}{}): {} tests, {} passed, {} failed, {} skipped, {} interrupted",
+        run.run_id,
+        run.runner.as_deref().unwrap_or("unknown runner"),
+        run.kit_version
+            .as_deref()
+            .map(|v| format!(", kit {v}"))
+            .unwrap_or_default(),
+        run.tests.len(),
+        run.count("Passed"),
+        run.count("Failed"),
+        run.count("Skipped"),
+        run.count("Interrupted"),
+    );
+    for note in &run.notes {
+        let _ = writeln!(out, "note: {note}");
+    }
+    out.push('\n');
+    for test in &run.tests {
+        out.push_str(&outcome_line(&test.name, &test.outcome));
+        out.push('\n');
+    }
+    out.push('\n');
+    let tests = run.tests.iter().map(|t| TestLine {
+        outcome: t.outcome.label(),
+        name: t.name.clone(),
+        duration: duration(t.duration),
+        requests: t.requests,
+    });
+    let _ = writeln!(out, "Tests\n{}\n", Table::new(tests).with(Style::rounded()));
+    if run.endpoints.is_empty() {
+        out.push_str("Requests per endpoint: none\n");
+    } else {
+        let endpoints = run.endpoints.iter().map(|e| EndpointLine {
+            method: e.method.clone(),
+            route: e.route.clone(),
+            calls: e.calls,
+            statuses: e
+                .statuses
+                .iter()
+                .map(|(s, n)| format!("{s} ×{n}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+        let _ = writeln!(
+            out,
+            "Requests per endpoint\n{}",
+            Table::new(endpoints).with(Style::rounded())
+        );
+    }
+}
+
+/// The whole report as terminal text.
+pub(crate) fn render(report: &Report) -> String {
+    let mut out = String::new();
+    for (i, r) in report.runs.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        run(&mut out, r);
+    }
+    out
+}
