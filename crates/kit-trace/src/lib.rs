@@ -4,7 +4,7 @@
 //! A run's trace is written to `TestResults/kit-{runId}.kittrace`, a standard zip archive that
 //! is valid after every finished test: no closing step is ever needed, which matters because
 //! Rust test binaries run no destructors at exit and, under nextest, no process knows it is
-//! the last. The layout and its versioning are described in [`format`].
+//! the last. The layout and its versioning are described in [`format`](mod@format).
 //!
 //! - [`ArchiveWriter`] is a [`Collector`](kit_core::Collector): put it on the bus and every
 //!   test's events become durable when the test flushes at its end.

@@ -1,0 +1,275 @@
+//! The kit end to end: real suites run by real test runners, archives read by `kit-cli`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use kit_core::{EventKind, TestOutcome, semconv};
+use kit_e2e::*;
+
+const EXAMPLE_TESTS: [&str; 8] = [
+    "a_zero_quantity_is_rejected",
+    "an_unknown_order_is_not_found",
+    "creates_an_order",
+    "deletes_an_order",
+    "fetches_a_placed_order",
+    "health_is_ok",
+    "lists_placed_orders",
+    "runs_when_rest_is_registered",
+];
+
+fn outcomes(archive: &std::path::Path) -> BTreeMap<String, TestOutcome> {
+    tests_of(archive)
+        .into_iter()
+        .map(|t| (t.name, t.outcome))
+        .collect()
+}
+
+fn kit_cli() -> Command {
+    Command::new(binary("kit-cli", "kit-cli"))
+}
+
+#[test]
+fn cargo_test_on_the_example_writes_one_archive_that_unzip_and_kit_cli_read() {
+    let results = tempfile::tempdir().unwrap();
+    let output = run(cargo()
+        .args(["test", "-p", "orders-example", "--test", "orders"])
+        .env("KIT_RESULTS_DIR", results.path()));
+    assert!(output.status.success(), "{}", describe(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    for name in EXAMPLE_TESTS {
+        assert!(
+            stdout.contains(&format!("Passed {name}\n")),
+            "plain cargo test must show `Passed {name}`:\n{stdout}"
+        );
+    }
+
+    let archives = archives_in(results.path());
+    assert_eq!(archives.len(), 1, "one archive for the run: {archives:?}");
+    let name = archives[0].file_name().unwrap().to_string_lossy().into_owned();
+    assert!(name.starts_with("kit-") && name.ends_with(".kittrace"), "{name}");
+
+    let unzip = run(Command::new("unzip").arg("-t").arg(&archives[0]));
+    assert!(
+        unzip.status.success(),
+        "unzip -t rejects the archive:\n{}",
+        describe(&unzip)
+    );
+
+    let tests = tests_of(&archives[0]);
+    let names: Vec<&str> = tests
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    assert_eq!(names, EXAMPLE_TESTS);
+    assert!(tests.iter().all(|t| t.outcome == TestOutcome::Passed));
+    // Route templates, never concrete URLs, in every request and response event.
+    let mut routes = std::collections::BTreeSet::new();
+    for event in tests.iter().flat_map(|t| &t.events) {
+        let attributes = match &event.kind {
+            EventKind::OperationStarted(op) => &op.attributes,
+            EventKind::Observation(o) => &o.attributes,
+            _ => continue,
+        };
+        if let Some(route) = attributes.get_str(semconv::HTTP_ROUTE) {
+            routes.insert(route.to_owned());
+        }
+    }
+    assert_eq!(
+        routes.into_iter().collect::<Vec<_>>(),
+        ["/health", "/orders", "/orders/{id}"]
+    );
+
+    let report = run(kit_cli().arg("report").arg(results.path()));
+    assert!(report.status.success(), "{}", describe(&report));
+    let text = String::from_utf8_lossy(&report.stdout);
+    for name in EXAMPLE_TESTS {
+        assert!(text.contains(&format!("Passed {name}\n")), "{text}");
+    }
+    assert!(
+        text.contains("8 tests, 8 passed, 0 failed, 0 skipped, 0 interrupted"),
+        "{text}"
+    );
+    for (method, route) in [
+        ("GET", "/health"),
+        ("POST", "/orders"),
+        ("GET", "/orders/{id}"),
+        ("DELETE", "/orders/{id}"),
+    ] {
+        let row = text.lines().any(|l| {
+            let cells: Vec<&str> = l.split('│').map(str::trim).collect();
+            cells.get(1) == Some(&method) && cells.get(2) == Some(&route)
+        });
+        assert!(row, "no row for {method} {route}:\n{text}");
+    }
+}
+
+#[test]
+fn nextest_on_the_example_writes_one_archive_with_every_test_once() {
+    let version = run(cargo().args(["nextest", "--version"]));
+    assert!(
+        version.status.success(),
+        "cargo-nextest is not installed (`.ci/run` installs it): {}",
+        describe(&version)
+    );
+    let results = tempfile::tempdir().unwrap();
+    let output = run(cargo()
+        .args([
+            "nextest",
+            "run",
+            "-p",
+            "orders-example",
+            "--test",
+            "orders",
+            "--no-fail-fast",
+        ])
+        .env("KIT_RESULTS_DIR", results.path()));
+    assert!(output.status.success(), "{}", describe(&output));
+    let archives = archives_in(results.path());
+    assert_eq!(
+        archives.len(),
+        1,
+        "every test process of the run shares one archive: {archives:?}"
+    );
+    let tests = tests_of(&archives[0]);
+    let mut names: Vec<&str> = tests.iter().map(|t| t.name.as_str()).collect();
+    names.sort();
+    assert_eq!(names, EXAMPLE_TESTS, "each test exactly once");
+    assert!(tests.iter().all(|t| t.outcome == TestOutcome::Passed));
+    let reader = kit_trace::ArchiveReader::open(&archives[0]).unwrap();
+    assert_eq!(reader.runs().len(), 1);
+    assert_eq!(reader.runs()[0].manifest.as_ref().unwrap().runner, "nextest");
+}
+
+#[test]
+fn a_run_with_failures_records_every_outcome_and_the_report_lists_them() {
+    let results = tempfile::tempdir().unwrap();
+    let output = run(cargo()
+        .args(["test", "-p", "kit-fixture-suite", "--test", "suite"])
+        .env("KIT_RESULTS_DIR", results.path()));
+    assert!(
+        !output.status.success(),
+        "the fixture fails on purpose:\n{}",
+        describe(&output)
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("Failed b_fails_on_purpose\n"), "{stdout}");
+    assert!(
+        stdout.contains("Skipped c_needs_grpc: requires capability Protocol:gRPC"),
+        "{stdout}"
+    );
+
+    let archives = archives_in(results.path());
+    assert_eq!(archives.len(), 1);
+    let outcomes = outcomes(&archives[0]);
+    assert_eq!(outcomes["a_passes"], TestOutcome::Passed);
+    assert!(
+        matches!(&outcomes["b_fails_on_purpose"], TestOutcome::Failed { message } if message.contains("deliberate failure: expected 201 Created"))
+    );
+    assert!(matches!(&outcomes["c_needs_grpc"], TestOutcome::Skipped { reason } if reason.contains("gRPC")));
+    assert!(
+        matches!(&outcomes["d_returns_an_error"], TestOutcome::Failed { message } if message.contains("deliberate error returned"))
+    );
+    assert_eq!(outcomes["e_passes_too"], TestOutcome::Passed);
+    assert_eq!(outcomes["z_waits_to_be_killed"], TestOutcome::Passed);
+
+    let report = run(kit_cli().arg("report").arg(&archives[0]));
+    assert!(report.status.success(), "{}", describe(&report));
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(
+        text.contains("6 tests, 3 passed, 2 failed, 1 skipped, 0 interrupted"),
+        "{text}"
+    );
+    assert!(text.contains("Passed a_passes\n"), "{text}");
+    assert!(
+        text.contains("Failed b_fails_on_purpose: assertion `left == right` failed: deliberate failure"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Skipped c_needs_grpc: requires capability Protocol:gRPC"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Failed d_returns_an_error: the test returned Err: \"deliberate error returned\""),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_test_binary_killed_with_sigkill_leaves_an_archive_that_lists_the_running_test_interrupted() {
+    let binary = test_binary("kit-fixture-suite", "suite");
+    let results = tempfile::tempdir().unwrap();
+    let mut child = Command::new(&binary)
+        .arg("--test-threads=1")
+        .env("KIT_FIXTURE_HANG", "1")
+        .env("KIT_RUN_ID", "killed-run")
+        .env("KIT_RESULTS_DIR", results.path())
+        .env_remove("NEXTEST_RUN_ID")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let archive = results.path().join("kit-killed-run.kittrace");
+
+    // Wait until the five quick tests are in and the last one has started, then kill.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "the fixture never reached its last test"
+        );
+        if archive.exists()
+            && let Ok(mut reader) = kit_trace::ArchiveReader::open(&archive)
+            && reader.test_count() == 6
+        {
+            let interrupted = reader
+                .tests()
+                .filter_map(Result::ok)
+                .filter(|t| t.outcome == TestOutcome::Interrupted)
+                .count();
+            if interrupted == 1 {
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL on Unix: no destructor, no atexit, no flush.
+    child.wait().unwrap();
+
+    let report = run(kit_cli().arg("report").arg(&archive));
+    assert!(report.status.success(), "{}", describe(&report));
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(
+        text.contains("6 tests, 2 passed, 2 failed, 1 skipped, 1 interrupted"),
+        "{text}"
+    );
+    assert!(text.contains("Interrupted z_waits_to_be_killed\n"), "{text}");
+    for line in [
+        "Passed a_passes\n",
+        "Passed e_passes_too\n",
+        "Failed b_fails_on_purpose:",
+        "Skipped c_needs_grpc:",
+    ] {
+        assert!(text.contains(line), "missing {line:?} in:\n{text}");
+    }
+}
+
+#[test]
+fn kit_core_and_kit_cli_build_without_tokio_or_reqwest() {
+    for package in ["kit-core", "kit-cli"] {
+        let output = run(cargo().args(["tree", "-p", package, "-e", "normal", "--prefix", "none"]));
+        assert!(output.status.success(), "{}", describe(&output));
+        let tree = String::from_utf8_lossy(&output.stdout);
+        for forbidden in ["tokio ", "reqwest ", "hyper ", "axum "] {
+            assert!(
+                !tree.lines().any(|l| l.starts_with(forbidden)),
+                "{package} depends on {}:\n{tree}",
+                forbidden.trim()
+            );
+        }
+    }
+}
