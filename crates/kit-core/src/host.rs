@@ -127,28 +127,6 @@ pub enum BuildError {
     Registration(Vec<String>),
 }
 
-/// Registers applications, protocols and collectors; consumed by [`KitBuilder::build`].
-///
-/// ```
-/// use kit_core::{Configuration, KitBuilder};
-///
-/// let mut kit = KitBuilder::new(Configuration::new());
-/// kit.add_application("orders", |app| {
-///     assert_eq!(app.name(), "orders");
-/// });
-/// let host = kit.build().unwrap().host;
-/// assert!(host.application("ORDERS").is_some());
-/// ```
-pub struct KitBuilder {
-    configuration: Configuration,
-    applications: Vec<ApplicationBuilder>,
-    extensions: Extensions,
-    capabilities: BTreeSet<Capability>,
-    collectors: Vec<Box<dyn Collector>>,
-    typed_collectors: TypedCollectors,
-    errors: Vec<String>,
-}
-
 /// Makes a collector of one type; registering the same type twice puts one on the bus.
 #[derive(Clone, Copy)]
 pub struct CollectorFactory {
@@ -175,8 +153,7 @@ impl CollectorFactory {
     }
 }
 
-/// Collectors registered by type: at most one of each type goes on the bus, however many
-/// clients or applications ask for it.
+/// Collectors registered by type: at most one of each type goes on the bus.
 #[derive(Default)]
 struct TypedCollectors(Vec<CollectorFactory>);
 
@@ -194,6 +171,109 @@ impl TypedCollectors {
     }
 }
 
+/// What the host, or one application, registered: protocols' extensions, capabilities,
+/// collectors by type, and the problems found while registering. Both builders hold one and
+/// expose it through [`Registrar`].
+#[derive(Default)]
+pub struct Registry {
+    extensions: Extensions,
+    capabilities: BTreeSet<Capability>,
+    collectors: TypedCollectors,
+    errors: Vec<String>,
+}
+
+impl fmt::Debug for Registry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registry")
+            .field("capabilities", &self.capabilities)
+            .field("errors", &self.errors)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Registration shared by [`KitBuilder`] (host-level) and [`ApplicationBuilder`]: protocol
+/// crates write their extension traits once, for any `Registrar`.
+pub trait Registrar {
+    /// The registry being filled.
+    fn registry(&self) -> &Registry;
+
+    /// The registry being filled, mutably.
+    fn registry_mut(&mut self) -> &mut Registry;
+
+    /// Who registers, for messages: `the host`, `application 'orders'`.
+    fn describe(&self) -> String;
+
+    /// The application's name; `None` for the host.
+    fn application_name(&self) -> Option<&str>;
+
+    /// Declares a capability (protocols declare theirs when registered).
+    fn add_capability(&mut self, capability: Capability) -> &mut Self
+    where
+        Self: Sized,
+    {
+        self.registry_mut().capabilities.insert(capability);
+        self
+    }
+
+    /// Adds a collector of type `C`, made with `C::default()`, unless one of that type was added
+    /// already (here or elsewhere in the host): collectors clients ask for go on the bus once.
+    fn add_collector_type<C: Collector + Default>(&mut self) -> &mut Self
+    where
+        Self: Sized,
+    {
+        self.add_collector_factory(CollectorFactory::of::<C>())
+    }
+
+    /// Adds the collector `factory` makes, unless one of its type was added already.
+    fn add_collector_factory(&mut self, factory: CollectorFactory) -> &mut Self
+    where
+        Self: Sized,
+    {
+        self.registry_mut().collectors.add(factory);
+        self
+    }
+
+    /// Protocol registrations, in-process servers: values of any type, one per type.
+    fn extensions(&self) -> &Extensions {
+        &self.registry().extensions
+    }
+
+    /// The extensions, mutably.
+    fn extensions_mut(&mut self) -> &mut Extensions {
+        &mut self.registry_mut().extensions
+    }
+
+    /// Records a registration problem; [`KitBuilder::build`] reports them all at once.
+    fn record_error(&mut self, message: impl Into<String>)
+    where
+        Self: Sized,
+    {
+        self.registry_mut().errors.push(message.into());
+    }
+}
+
+/// Registers applications, protocols and collectors; consumed by [`KitBuilder::build`].
+///
+/// Registration methods shared with applications (`add_capability`, `extensions_mut`, …) come
+/// from the [`Registrar`] trait.
+///
+/// ```
+/// use kit_core::{Configuration, KitBuilder};
+///
+/// let mut kit = KitBuilder::new(Configuration::new());
+/// kit.add_application("orders", |app| {
+///     assert_eq!(app.name(), "orders");
+/// });
+/// let host = kit.build().unwrap().host;
+/// assert!(host.application("ORDERS").is_some());
+/// ```
+pub struct KitBuilder {
+    configuration: Configuration,
+    applications: Vec<ApplicationBuilder>,
+    registry: Registry,
+    collectors: Vec<Box<dyn Collector>>,
+}
+
 impl fmt::Debug for KitBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("KitBuilder")
@@ -201,8 +281,23 @@ impl fmt::Debug for KitBuilder {
                 "applications",
                 &self.applications.iter().map(|a| &a.name).collect::<Vec<_>>(),
             )
-            .field("capabilities", &self.capabilities)
+            .field("registry", &self.registry)
             .finish_non_exhaustive()
+    }
+}
+
+impl Registrar for KitBuilder {
+    fn registry(&self) -> &Registry {
+        &self.registry
+    }
+    fn registry_mut(&mut self) -> &mut Registry {
+        &mut self.registry
+    }
+    fn describe(&self) -> String {
+        "the host".to_owned()
+    }
+    fn application_name(&self) -> Option<&str> {
+        None
     }
 }
 
@@ -212,11 +307,8 @@ impl KitBuilder {
         KitBuilder {
             configuration,
             applications: Vec::new(),
-            extensions: Extensions::new(),
-            capabilities: BTreeSet::new(),
+            registry: Registry::default(),
             collectors: Vec::new(),
-            typed_collectors: TypedCollectors::default(),
-            errors: Vec::new(),
         }
     }
 
@@ -225,8 +317,8 @@ impl KitBuilder {
         &self.configuration
     }
 
-    /// The configuration, to change in code (values set here lose to files and environment
-    /// only if set before those are loaded; the host's loader loads them first).
+    /// The configuration, to change in code (the host's loader has already applied files and
+    /// environment, so what is set here wins).
     pub fn configuration_mut(&mut self) -> &mut Configuration {
         &mut self.configuration
     }
@@ -260,58 +352,28 @@ impl KitBuilder {
         self
     }
 
-    /// Adds a collector of type `C`, made with `C::default()`, unless one was added by type
-    /// already (here or on an application): collectors a client asks for go on the bus once.
-    pub fn add_collector_type<C: Collector + Default>(&mut self) -> &mut Self {
-        self.add_collector_factory(CollectorFactory::of::<C>())
-    }
-
-    /// Adds the collector `factory` makes, unless one of its type was added already.
-    pub fn add_collector_factory(&mut self, factory: CollectorFactory) -> &mut Self {
-        self.typed_collectors.add(factory);
-        self
-    }
-
     /// Adds a boxed collector to the bus.
     pub fn add_boxed_collector(&mut self, collector: Box<dyn Collector>) -> &mut Self {
         self.collectors.push(collector);
         self
     }
 
-    /// Declares a capability of the host.
-    pub fn add_capability(&mut self, capability: Capability) -> &mut Self {
-        self.capabilities.insert(capability);
-        self
-    }
-
-    /// Host-level extensions (protocol registrations that belong to no application).
-    pub fn extensions(&self) -> &Extensions {
-        &self.extensions
-    }
-
-    /// Host-level extensions, mutably.
-    pub fn extensions_mut(&mut self) -> &mut Extensions {
-        &mut self.extensions
-    }
-
-    /// Records a registration problem; [`build`](KitBuilder::build) reports them all.
-    pub fn record_error(&mut self, message: impl Into<String>) {
-        self.errors.push(message.into());
-    }
-
     /// Builds the host, or reports every registration problem at once.
     pub fn build(self) -> Result<BuiltHost, BuildError> {
-        let mut errors = self.errors;
-        let mut capabilities = self.capabilities;
-        let mut typed = self.typed_collectors;
+        let Registry {
+            extensions,
+            mut capabilities,
+            collectors: mut typed,
+            mut errors,
+        } = self.registry;
         let mut applications = Vec::with_capacity(self.applications.len());
         for app in self.applications {
-            errors.extend(app.errors);
-            capabilities.extend(app.capabilities);
-            typed.extend(app.typed_collectors);
+            errors.extend(app.registry.errors);
+            capabilities.extend(app.registry.capabilities);
+            typed.extend(app.registry.collectors);
             applications.push(Arc::new(Application {
                 name: app.name,
-                extensions: app.extensions,
+                extensions: app.registry.extensions,
             }));
         }
         if !errors.is_empty() {
@@ -323,7 +385,7 @@ impl KitBuilder {
             host: Host {
                 configuration: self.configuration,
                 applications,
-                extensions: self.extensions,
+                extensions,
                 capabilities,
             },
             collectors,
@@ -348,13 +410,11 @@ impl fmt::Debug for BuiltHost {
     }
 }
 
-/// Registers one application's protocols and pieces.
+/// Registers one application's protocols and pieces. Registration methods come from
+/// [`Registrar`].
 pub struct ApplicationBuilder {
     name: String,
-    extensions: Extensions,
-    capabilities: BTreeSet<Capability>,
-    typed_collectors: TypedCollectors,
-    errors: Vec<String>,
+    registry: Registry,
     base_url: Option<String>,
 }
 
@@ -366,14 +426,26 @@ impl fmt::Debug for ApplicationBuilder {
     }
 }
 
+impl Registrar for ApplicationBuilder {
+    fn registry(&self) -> &Registry {
+        &self.registry
+    }
+    fn registry_mut(&mut self) -> &mut Registry {
+        &mut self.registry
+    }
+    fn describe(&self) -> String {
+        format!("application '{}'", self.name)
+    }
+    fn application_name(&self) -> Option<&str> {
+        Some(&self.name)
+    }
+}
+
 impl ApplicationBuilder {
     fn new(name: &str, configuration: &Configuration) -> Self {
         ApplicationBuilder {
             name: name.to_owned(),
-            extensions: Extensions::new(),
-            capabilities: BTreeSet::new(),
-            typed_collectors: TypedCollectors::default(),
-            errors: Vec::new(),
+            registry: Registry::default(),
             base_url: configuration
                 .get(&format!("Kit:Applications:{name}:BaseUrl"))
                 .map(str::to_owned),
@@ -388,39 +460,6 @@ impl ApplicationBuilder {
     /// `Kit:Applications:{name}:BaseUrl` as configured, if it is.
     pub fn configured_base_url(&self) -> Option<&str> {
         self.base_url.as_deref()
-    }
-
-    /// Declares a capability (protocols declare theirs when registered).
-    pub fn add_capability(&mut self, capability: Capability) -> &mut Self {
-        self.capabilities.insert(capability);
-        self
-    }
-
-    /// Adds a collector of type `C` to the host's bus, once per type (see
-    /// [`KitBuilder::add_collector_type`]).
-    pub fn add_collector_type<C: Collector + Default>(&mut self) -> &mut Self {
-        self.add_collector_factory(CollectorFactory::of::<C>())
-    }
-
-    /// Adds the collector `factory` makes to the host's bus, once per type.
-    pub fn add_collector_factory(&mut self, factory: CollectorFactory) -> &mut Self {
-        self.typed_collectors.add(factory);
-        self
-    }
-
-    /// The application's extensions (protocol registrations, in-process servers).
-    pub fn extensions(&self) -> &Extensions {
-        &self.extensions
-    }
-
-    /// The application's extensions, mutably.
-    pub fn extensions_mut(&mut self) -> &mut Extensions {
-        &mut self.extensions
-    }
-
-    /// Records a registration problem; the host build reports them all.
-    pub fn record_error(&mut self, message: impl Into<String>) {
-        self.errors.push(message.into());
     }
 }
 

@@ -57,6 +57,6 @@ pub use event::{
 };
 pub use host::{
     Application, ApplicationBuilder, BuildError, BuiltHost, Capability, CollectorFactory, Extensions, Host,
-    KitBuilder, KitCapabilityKinds,
+    KitBuilder, KitCapabilityKinds, Registrar, Registry,
 };
 pub use panic::{install_panic_hook, panic_message, register_panic_payload};

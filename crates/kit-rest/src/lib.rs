@@ -2,8 +2,8 @@
 //! responses, each request traced as an `http.request` operation with its `http.response`.
 //!
 //! Users reach it through the `kit` facade (`use kit::prelude::*`). Registration extends the
-//! host builders ([`KitBuilderRestExt`], [`ApplicationBuilderRestExt`]); requests start from
-//! the test's context ([`RestContextExt::rest`]).
+//! host and application builders ([`RestRegistrarExt`], [`InProcessServerExt`]); requests
+//! start from the test's context ([`RestContextExt::rest`]).
 #![deny(missing_docs)]
 
 mod client;
@@ -17,8 +17,7 @@ use kit_core::KitExecutionContext;
 
 pub use error::RestError;
 pub use registration::{
-    ApplicationBuilderRestExt, DEFAULT_CLIENT, KitBuilderRestExt, RestBuilder, RestClientTarget,
-    rest_capability,
+    DEFAULT_CLIENT, InProcessServerExt, RestBuilder, RestClientTarget, RestRegistrarExt, rest_capability,
 };
 pub use request::{DEFAULT_MAX_RESPONSE_BODY_BYTES, PendingRequest, RestRequestBuilder};
 pub use response::RestResponse;

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use kit_core::{ApplicationBuilder, Capability, Collector, CollectorFactory, KitBuilder};
+use kit_core::{ApplicationBuilder, Capability, Collector, CollectorFactory, Registrar};
 
 use crate::server::InProcessServer;
 
@@ -148,40 +148,32 @@ impl RestClientTarget<'_, '_> {
     }
 }
 
-fn run_rest(
-    registration: &mut RestRegistration,
-    owner: String,
-    configure: impl FnOnce(&mut RestBuilder<'_>),
-) -> (Vec<CollectorFactory>, Vec<String>) {
-    let mut builder = RestBuilder {
-        registration,
-        collectors: Vec::new(),
-        errors: Vec::new(),
-        owner,
-    };
-    configure(&mut builder);
-    (builder.collectors, builder.errors)
-}
-
 /// The REST capability every `add_rest` declares.
 pub fn rest_capability() -> Capability {
     Capability::protocol("REST")
 }
 
-/// `add_rest` on the host builder: clients that belong to no application.
-pub trait KitBuilderRestExt {
-    /// Registers REST for host-level clients. Repeated calls never fail; each callback adds
-    /// its clients.
-    fn add_rest(&mut self, configure: impl FnOnce(&mut RestBuilder<'_>)) -> &mut Self;
-}
-
-impl KitBuilderRestExt for KitBuilder {
+/// `add_rest` on the host builder (clients that belong to no application) and on application
+/// builders (clients that share the application's base URL).
+pub trait RestRegistrarExt: Registrar + Sized {
+    /// Registers REST. Repeated calls never fail; each callback adds its clients; the shared
+    /// setup (the REST capability, the registration itself) happens once.
     fn add_rest(&mut self, configure: impl FnOnce(&mut RestBuilder<'_>)) -> &mut Self {
         self.add_capability(rest_capability());
+        let owner = self.describe();
         let registration = self
             .extensions_mut()
             .get_or_insert_with(RestRegistration::default);
-        let (collectors, errors) = run_rest(registration, "the host".to_owned(), configure);
+        let mut builder = RestBuilder {
+            registration,
+            collectors: Vec::new(),
+            errors: Vec::new(),
+            owner,
+        };
+        configure(&mut builder);
+        let RestBuilder {
+            collectors, errors, ..
+        } = builder;
         for factory in collectors {
             self.add_collector_factory(factory);
         }
@@ -192,12 +184,10 @@ impl KitBuilderRestExt for KitBuilder {
     }
 }
 
-/// `add_rest` and `add_in_process_server` on an application builder.
-pub trait ApplicationBuilderRestExt {
-    /// Registers REST under this application; its clients share the application's base URL.
-    /// Repeated calls never fail; each callback adds its clients.
-    fn add_rest(&mut self, configure: impl FnOnce(&mut RestBuilder<'_>)) -> &mut Self;
+impl<R: Registrar> RestRegistrarExt for R {}
 
+/// `add_in_process_server` on an application builder.
+pub trait InProcessServerExt {
     /// Serves the application in-process: `factory` makes an axum `Router` (or any tower
     /// service), which the kit serves on a loopback port it picks, on a runtime of its own,
     /// the first time a client of this application needs it. Clients with no base URL of
@@ -209,23 +199,7 @@ pub trait ApplicationBuilderRestExt {
         S: crate::server::IntoInProcessService;
 }
 
-impl ApplicationBuilderRestExt for ApplicationBuilder {
-    fn add_rest(&mut self, configure: impl FnOnce(&mut RestBuilder<'_>)) -> &mut Self {
-        self.add_capability(rest_capability());
-        let owner = format!("application '{}'", self.name());
-        let registration = self
-            .extensions_mut()
-            .get_or_insert_with(RestRegistration::default);
-        let (collectors, errors) = run_rest(registration, owner, configure);
-        for factory in collectors {
-            self.add_collector_factory(factory);
-        }
-        for error in errors {
-            self.record_error(error);
-        }
-        self
-    }
-
+impl InProcessServerExt for ApplicationBuilder {
     fn add_in_process_server<F, S>(&mut self, factory: F) -> &mut Self
     where
         F: FnOnce() -> S + Send + 'static,

@@ -266,13 +266,7 @@ impl ArchiveWriter {
             action,
             source,
         };
-        let file = File::options()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&self.lock_path)
-            .map_err(|e| io_err("open the lock file", e))?;
+        let file = open_read_write(&self.lock_path).map_err(|e| io_err("open the lock file", e))?;
         let started = Instant::now();
         let mut pause = Duration::from_micros(200);
         loop {
@@ -303,13 +297,7 @@ impl ArchiveWriter {
             action,
             source,
         };
-        let file = File::options()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&self.path)
-            .map_err(|e| io_err("open the archive", e))?;
+        let file = open_read_write(&self.path).map_err(|e| io_err("open the archive", e))?;
         let len = file
             .metadata()
             .map_err(|e| io_err("read the archive's size", e))?
@@ -432,6 +420,16 @@ impl ArchiveWriter {
             self.deferred.get_or_insert(e);
         }
     }
+}
+
+/// Opens `path` for reading and writing, creating it if needed and never truncating it.
+fn open_read_write(path: &Path) -> std::io::Result<File> {
+    File::options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {

@@ -58,8 +58,8 @@ pub mod prelude;
 pub use kit_coverage::{EndpointCoverage, RestCoverageCollector};
 pub use kit_macros::{application, host, requires_capability, test};
 pub use kit_rest::{
-    ApplicationBuilderRestExt, DEFAULT_CLIENT, IntoInProcessService, KitBuilderRestExt, PendingRequest,
-    RestBuilder, RestClientTarget, RestContextExt, RestError, RestRequestBuilder, RestResponse,
+    DEFAULT_CLIENT, InProcessServerExt, IntoInProcessService, PendingRequest, RestBuilder, RestClientTarget,
+    RestContextExt, RestError, RestRegistrarExt, RestRequestBuilder, RestResponse,
 };
 
 /// The core: events, the bus, collectors, configuration, the host.

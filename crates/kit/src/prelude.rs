@@ -5,11 +5,11 @@ pub use serde_json::json;
 
 pub use kit_core::{
     ApplicationBuilder, Capability, Collector, Configuration, Event, EventKind, KitBuilder,
-    KitCapabilityKinds, KitExecutionContext,
+    KitCapabilityKinds, KitExecutionContext, Registrar,
 };
 pub use kit_coverage::RestCoverageCollector;
 pub use kit_macros::{application, requires_capability};
 pub use kit_rest::{
-    ApplicationBuilderRestExt, KitBuilderRestExt, PendingRequest, RestContextExt, RestError,
-    RestRequestBuilder, RestResponse,
+    InProcessServerExt, PendingRequest, RestContextExt, RestError, RestRegistrarExt, RestRequestBuilder,
+    RestResponse,
 };
