@@ -3,6 +3,7 @@
 //! Exit codes: 0 success; 1 a gate fell short or, where asked, a test failed; 2 unusable
 //! input, with one line saying which input and why.
 
+mod audit;
 mod inputs;
 mod model;
 mod table;
@@ -39,6 +40,15 @@ enum Command {
         #[arg(short = 'o', long = "output")]
         output: Option<PathBuf>,
     },
+    /// Searches every byte of every entry (decompressed) for the secrets the run met, and for
+    /// those in a secrets file. Exits 1 naming each entry where one is found.
+    Audit {
+        /// The archive.
+        archive: PathBuf,
+        /// A file of secrets in clear, one a line, to search for as well.
+        #[arg(long)]
+        secrets_file: Option<PathBuf>,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -72,6 +82,34 @@ fn report(inputs: &[PathBuf], format: Format, output: Option<PathBuf>) -> Result
     write_output(output, &text)
 }
 
+fn audit(archive: &std::path::Path, secrets_file: Option<&std::path::Path>) -> Result<(), Exit> {
+    let result = audit::audit(archive, secrets_file).map_err(Exit::input)?;
+    let mut text = String::new();
+    for finding in &result.findings {
+        text.push_str(&format!(
+            "secret found in entry {} at byte {}\n",
+            finding.entry, finding.offset
+        ));
+    }
+    if result.findings.is_empty() {
+        text.push_str(&format!(
+            "no known secret in {} entries ({} secrets searched for)\n",
+            result.entries, result.secrets
+        ));
+        write_output(None, &text)
+    } else {
+        write_output(None, &text)?;
+        Err(Exit {
+            code: 1,
+            message: format!(
+                "{} of {} entries hold a known secret",
+                result.findings.len(),
+                result.entries
+            ),
+        })
+    }
+}
+
 fn write_output(output: Option<PathBuf>, text: &str) -> Result<(), Exit> {
     match output {
         Some(path) => std::fs::write(&path, text)
@@ -99,6 +137,10 @@ fn main() -> anyhow::Result<ExitCode> {
             format,
             output,
         } => report(&inputs, format, output),
+        Command::Audit {
+            archive,
+            secrets_file,
+        } => audit(&archive, secrets_file.as_deref()),
     };
     match result {
         Ok(()) => Ok(ExitCode::SUCCESS),

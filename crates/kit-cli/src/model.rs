@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use kit_core::{Collector, EventKind, RunId, TestOutcome, semconv};
+use kit_core::{AttachmentContent, Collector, EventKind, RunId, TestOutcome, semconv};
 use kit_coverage::{EndpointCoverage, RestCoverageCollector};
 use kit_trace::{ArchiveReader, TraceError};
 
@@ -37,6 +37,16 @@ pub(crate) struct TestRow {
     pub(crate) outcome: TestOutcome,
     pub(crate) duration: Option<Duration>,
     pub(crate) requests: u64,
+    pub(crate) attachments: Vec<AttachmentRow>,
+}
+
+/// One attachment of a test.
+#[derive(Debug, Clone)]
+pub(crate) struct AttachmentRow {
+    pub(crate) name: String,
+    pub(crate) media_type: String,
+    pub(crate) size: u64,
+    pub(crate) description: Option<String>,
 }
 
 impl RunReport {
@@ -110,11 +120,21 @@ fn read_archive(path: &Path, runs: &mut BTreeMap<RunId, RunBuilder>) -> Result<(
             continue;
         };
         let mut requests = 0;
+        let mut attachments = Vec::new();
         for event in &record.events {
-            if let EventKind::OperationStarted(op) = &event.kind
-                && op.name == semconv::OP_HTTP_REQUEST
-            {
-                requests += 1;
+            match &event.kind {
+                EventKind::OperationStarted(op) if op.name == semconv::OP_HTTP_REQUEST => requests += 1,
+                EventKind::Attachment(a) => attachments.push(AttachmentRow {
+                    name: a.name.clone(),
+                    media_type: a.media_type.clone(),
+                    size: match &a.content {
+                        AttachmentContent::Blob { size, .. } => *size,
+                        AttachmentContent::Inline(bytes) => bytes.len() as u64,
+                        _ => 0,
+                    },
+                    description: a.description.clone(),
+                }),
+                _ => {}
             }
             builder.coverage.on_event(event);
         }
@@ -123,6 +143,7 @@ fn read_archive(path: &Path, runs: &mut BTreeMap<RunId, RunBuilder>) -> Result<(
             outcome: record.outcome,
             duration: record.duration,
             requests,
+            attachments,
         });
     }
     Ok(())

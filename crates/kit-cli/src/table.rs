@@ -18,6 +18,22 @@ struct TestLine {
     duration: String,
     #[tabled(rename = "Requests")]
     requests: u64,
+    #[tabled(rename = "Attachments")]
+    attachments: usize,
+}
+
+#[derive(Tabled)]
+struct AttachmentLine {
+    #[tabled(rename = "Test")]
+    test: String,
+    #[tabled(rename = "Attachment")]
+    name: String,
+    #[tabled(rename = "Type")]
+    media_type: String,
+    #[tabled(rename = "Bytes")]
+    size: u64,
+    #[tabled(rename = "Description")]
+    description: String,
 }
 
 #[derive(Tabled)]
@@ -81,8 +97,29 @@ fn run(out: &mut String, run: &RunReport) {
         name: t.name.clone(),
         duration: duration(t.duration),
         requests: t.requests,
+        attachments: t.attachments.len(),
     });
     let _ = writeln!(out, "Tests\n{}\n", Table::new(tests).with(Style::rounded()));
+    let attachments: Vec<AttachmentLine> = run
+        .tests
+        .iter()
+        .flat_map(|t| {
+            t.attachments.iter().map(|a| AttachmentLine {
+                test: t.name.clone(),
+                name: a.name.clone(),
+                media_type: a.media_type.clone(),
+                size: a.size,
+                description: a.description.clone().unwrap_or_default(),
+            })
+        })
+        .collect();
+    if !attachments.is_empty() {
+        let _ = writeln!(
+            out,
+            "Attachments\n{}\n",
+            Table::new(attachments).with(Style::rounded())
+        );
+    }
     if run.endpoints.is_empty() {
         out.push_str("Requests per endpoint: none\n");
     } else {

@@ -8,6 +8,7 @@ use crate::bus::{Bus, BusError};
 use crate::config::Configuration;
 use crate::event::*;
 use crate::host::{Extensions, Host};
+use crate::redact::SecretRegistry;
 
 /// One run of tests in this process: the host, the bus and the run id. Clones share one run.
 #[derive(Clone)]
@@ -19,6 +20,7 @@ struct RunInner {
     host: Host,
     bus: Bus,
     run_id: RunId,
+    secrets: Arc<SecretRegistry>,
 }
 
 impl fmt::Debug for KitRun {
@@ -30,11 +32,28 @@ impl fmt::Debug for KitRun {
 }
 
 impl KitRun {
-    /// A run of `host`'s tests, sending events into `bus`.
+    /// A run of `host`'s tests, sending events into `bus`, remembering secrets in the
+    /// process's [`SecretRegistry::global`].
     pub fn new(host: Host, bus: Bus, run_id: RunId) -> Self {
+        Self::with_secrets(host, bus, run_id, Arc::clone(SecretRegistry::global()))
+    }
+
+    /// A run that remembers secrets in `secrets` (the archive writer stores their
+    /// fingerprints; sanitizers redact them by value).
+    pub fn with_secrets(host: Host, bus: Bus, run_id: RunId, secrets: Arc<SecretRegistry>) -> Self {
         KitRun {
-            inner: Arc::new(RunInner { host, bus, run_id }),
+            inner: Arc::new(RunInner {
+                host,
+                bus,
+                run_id,
+                secrets,
+            }),
         }
+    }
+
+    /// The secrets this run has met.
+    pub fn secrets(&self) -> &Arc<SecretRegistry> {
+        &self.inner.secrets
     }
 
     /// The host.

@@ -9,7 +9,7 @@
 use std::any::{Any, TypeId};
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::collector::Collector;
 use crate::config::{ConfigError, Configuration};
@@ -387,6 +387,7 @@ impl KitBuilder {
                 applications,
                 extensions,
                 capabilities,
+                singletons: Mutex::new(HashMap::new()),
             },
             collectors,
         })
@@ -495,7 +496,11 @@ pub struct Host {
     applications: Vec<Arc<Application>>,
     extensions: Extensions,
     capabilities: BTreeSet<Capability>,
+    singletons: Mutex<HashMap<TypeId, Arc<SingletonCell>>>,
 }
+
+/// One host singleton, made on first use.
+type SingletonCell = OnceLock<Arc<dyn Any + Send + Sync>>;
 
 impl fmt::Debug for Host {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -539,6 +544,25 @@ impl Host {
     /// Every capability the host offers.
     pub fn capabilities(&self) -> impl Iterator<Item = &Capability> {
         self.capabilities.iter()
+    }
+
+    /// The host's one value of type `T`, made by `init` the first time it is asked for (protocol
+    /// crates keep what they derive from registration and configuration here, such as resolved
+    /// options). Concurrent first calls make it once. `init` must not ask for a `T` itself.
+    pub fn singleton<T: Send + Sync + 'static>(&self, init: impl FnOnce(&Host) -> T) -> Arc<T> {
+        let cell = Arc::clone(
+            self.singletons
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .entry(TypeId::of::<T>())
+                .or_default(),
+        );
+        let value = Arc::clone(cell.get_or_init(|| Arc::new(init(self))));
+        match value.downcast::<T>() {
+            Ok(typed) => typed,
+            // The map only ever stores a `T` under `TypeId::of::<T>()`.
+            Err(_) => unreachable!("singleton stored under the wrong type id"),
+        }
     }
 }
 
@@ -591,6 +615,26 @@ mod tests {
             app.add_collector_type::<Counter>();
         });
         assert_eq!(kit.build().unwrap().collectors.len(), 1);
+    }
+
+    #[test]
+    fn a_singleton_is_made_once_however_many_threads_ask() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let host = KitBuilder::new(Configuration::new()).build().unwrap().host;
+        let made = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..8 {
+                s.spawn(|| {
+                    let v = host.singleton(|_| {
+                        made.fetch_add(1, Ordering::SeqCst);
+                        String::from("options")
+                    });
+                    assert_eq!(*v, "options");
+                });
+            }
+        });
+        assert_eq!(made.load(Ordering::SeqCst), 1);
+        assert_eq!(*host.singleton(|_| 5u32), 5);
     }
 
     #[test]

@@ -43,7 +43,9 @@ pub mod config;
 mod context;
 pub mod event;
 mod host;
+pub mod options;
 mod panic;
+pub mod redact;
 pub mod semconv;
 
 pub use bus::{Bus, BusBuilder, BusError, BusStats};
@@ -59,4 +61,6 @@ pub use host::{
     Application, ApplicationBuilder, BuildError, BuiltHost, Capability, CollectorFactory, Extensions, Host,
     KitBuilder, KitCapabilityKinds, Registrar, Registry,
 };
+pub use options::{JsonDiagnosticOptions, KitHttpAttachmentOptions, RestResponseOptions};
 pub use panic::{install_panic_hook, panic_message, register_panic_payload};
+pub use redact::{Sanitizer, SecretRegistry};

@@ -10,6 +10,8 @@ use std::fmt::Display;
 use std::panic::PanicHookInfo;
 use std::sync::{Once, PoisonError, RwLock};
 
+use crate::redact::SecretRegistry;
+
 type Formatter = fn(&(dyn Any + Send)) -> Option<String>;
 
 static FORMATTERS: RwLock<Vec<Formatter>> = RwLock::new(Vec::new());
@@ -51,27 +53,43 @@ fn registered_message(payload: &(dyn Any + Send)) -> Option<String> {
 }
 
 /// Installs, once per process, a panic hook that prints registered payload types by their
-/// `Display` text, and hands every other panic to the hook that was there before.
+/// `Display` text and replaces secrets known to [`SecretRegistry::global`] in every panic
+/// message; panics that need neither go to the hook that was there before.
 pub fn install_panic_hook() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info: &PanicHookInfo<'_>| {
-            match registered_message(info.payload()) {
-                Some(message) => {
-                    let thread = std::thread::current();
-                    let name = thread.name().unwrap_or("<unnamed>");
-                    let location = info
-                        .location()
-                        .map(|l| format!(" at {}:{}:{}", l.file(), l.line(), l.column()))
-                        .unwrap_or_default();
-                    // eprintln! goes through libtest's output capture, as the default hook does.
-                    #[allow(clippy::print_stderr)]
-                    {
-                        eprintln!("\nthread '{name}' panicked{location}:\n{message}");
-                    }
+            let payload = info.payload();
+            let plain = payload
+                .downcast_ref::<&'static str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned());
+            let (message, typed) = match plain {
+                Some(m) => (m, false),
+                None => match registered_message(payload) {
+                    Some(m) => (m, true),
+                    None => return previous(info),
+                },
+            };
+            let redacted = SecretRegistry::global().replace_known(&message);
+            if !typed && matches!(redacted, std::borrow::Cow::Borrowed(_)) {
+                return previous(info);
+            }
+            let thread = std::thread::current();
+            let name = thread.name().unwrap_or("<unnamed>");
+            let location = info
+                .location()
+                .map(|l| format!(" at {}:{}:{}", l.file(), l.line(), l.column()))
+                .unwrap_or_default();
+            let backtrace = std::backtrace::Backtrace::capture();
+            // eprintln! goes through libtest's output capture, as the default hook does.
+            #[allow(clippy::print_stderr)]
+            {
+                eprintln!("\nthread '{name}' panicked{location}:\n{redacted}");
+                if backtrace.status() == std::backtrace::BacktraceStatus::Captured {
+                    eprintln!("stack backtrace:\n{backtrace}");
                 }
-                None => previous(info),
             }
         }));
     });

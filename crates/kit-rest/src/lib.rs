@@ -12,6 +12,7 @@ mod registration;
 mod request;
 mod response;
 mod server;
+mod settings;
 
 use kit_core::KitExecutionContext;
 
@@ -19,9 +20,10 @@ pub use error::RestError;
 pub use registration::{
     DEFAULT_CLIENT, InProcessServerExt, RestBuilder, RestClientTarget, RestRegistrarExt, rest_capability,
 };
-pub use request::{DEFAULT_MAX_RESPONSE_BODY_BYTES, PendingRequest, RestRequestBuilder};
+pub use request::{PendingRequest, RestRequestBuilder};
 pub use response::RestResponse;
 pub use server::IntoInProcessService;
+pub use settings::{ATTACHMENTS_SECTION, RESPONSES_SECTION, sanitizer};
 
 /// `rest()` and `rest_named()` on a test's context.
 pub trait RestContextExt {

@@ -2,8 +2,12 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use kit_core::{ApplicationBuilder, Capability, Collector, CollectorFactory, Registrar};
+use kit_core::{
+    ApplicationBuilder, Capability, Collector, CollectorFactory, KitHttpAttachmentOptions, Registrar,
+    RestResponseOptions,
+};
 
 use crate::server::InProcessServer;
 
@@ -39,11 +43,37 @@ impl ClientRegistration {
 /// The name of a client registered without one.
 pub const DEFAULT_CLIENT: &str = "Default";
 
+/// An attachment-options callback of `capture_attachments`.
+pub(crate) type AttachmentCallback = Arc<dyn Fn(&mut KitHttpAttachmentOptions) + Send + Sync>;
+/// A response-options callback of `configure_responses`.
+pub(crate) type ResponseCallback = Arc<dyn Fn(&mut RestResponseOptions) + Send + Sync>;
+
+/// Orders callbacks registered on different builders (the host's, each application's) by when
+/// they were registered: options are per protocol, not per application.
+static REGISTRATION_ORDER: AtomicU64 = AtomicU64::new(0);
+
+fn next_order() -> u64 {
+    REGISTRATION_ORDER.fetch_add(1, Ordering::Relaxed)
+}
+
 /// What an application (or the host, for host-level clients) registered for REST.
 /// Kept in the builders' extensions.
-#[derive(Debug, Default, Clone)]
+#[derive(Default, Clone)]
 pub(crate) struct RestRegistration {
     pub(crate) clients: Vec<ClientRegistration>,
+    /// True once `capture_attachments` was called.
+    pub(crate) capture: bool,
+    pub(crate) attachment_callbacks: Vec<(u64, AttachmentCallback)>,
+    pub(crate) response_callbacks: Vec<(u64, ResponseCallback)>,
+}
+
+impl fmt::Debug for RestRegistration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RestRegistration")
+            .field("clients", &self.clients)
+            .field("capture", &self.capture)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Registers REST clients: the argument of `add_rest`.
@@ -68,6 +98,37 @@ impl<'a> RestBuilder<'a> {
     pub fn add_client(&mut self) -> RestClientTarget<'_, 'a> {
         self.registration.clients.push(ClientRegistration::default());
         RestClientTarget { builder: self }
+    }
+
+    /// Turns attachments on for REST (`rest-NN-request`, `rest-NN-response`,
+    /// `rest-NN-expected-shape`) and adjusts their options. Every call applies, in
+    /// registration order (on the host and on every application); then
+    /// `Kit:Rest:Attachments` is bound over the result. Requests are traced either way.
+    ///
+    /// The options' sensitive lists and redaction switch apply to traces and failure messages
+    /// too, not only to attachments.
+    pub fn capture_attachments(
+        &mut self,
+        configure: impl Fn(&mut KitHttpAttachmentOptions) + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.registration.capture = true;
+        self.registration
+            .attachment_callbacks
+            .push((next_order(), Arc::new(configure)));
+        self
+    }
+
+    /// Adjusts REST's response options (`max_response_body_bytes`,
+    /// `max_diagnostic_body_length`). The first registration wins; `Kit:Rest:Responses` is
+    /// bound over it.
+    pub fn configure_responses(
+        &mut self,
+        configure: impl Fn(&mut RestResponseOptions) + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.registration
+            .response_callbacks
+            .push((next_order(), Arc::new(configure)));
+        self
     }
 }
 

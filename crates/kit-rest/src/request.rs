@@ -7,15 +7,16 @@ use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
 use http::{HeaderMap, HeaderName, HeaderValue, Method};
-use kit_core::{Attributes, KitExecutionContext, Observation, OperationStarted, OperationStatus, semconv};
+use kit_core::{
+    Attachment, Attributes, KitExecutionContext, Observation, OperationStarted, OperationStatus, Sanitizer,
+    semconv,
+};
 use serde::Serialize;
 
 use crate::RestError;
 use crate::client::{ResolvedClient, join_path, resolve};
 use crate::response::{RequestInfo, RestResponse};
-
-/// Default of `Kit:Rest:Responses:MaxResponseBodyBytes`: 10 MiB.
-pub const DEFAULT_MAX_RESPONSE_BODY_BYTES: u64 = 10 * 1024 * 1024;
+use crate::settings;
 
 enum Body {
     Bytes { bytes: Bytes, content_type: HeaderValue },
@@ -255,12 +256,43 @@ pub(crate) fn fill_route(route: &str, params: &[(String, String)]) -> Result<Str
     Ok(out)
 }
 
-/// The URL as events may show it: without user-info.
-pub(crate) fn sanitized_url(url: &url::Url) -> String {
-    let mut shown = url.clone();
-    let _ = shown.set_username("");
-    let _ = shown.set_password(None);
-    shown.to_string()
+/// Header attributes (`http.request.header.<name>` or `http.response.header.<name>`), sanitized.
+fn header_attributes(attributes: &mut Attributes, prefix: &str, headers: &HeaderMap, sanitizer: &Sanitizer) {
+    let pairs = headers
+        .iter()
+        .map(|(name, value)| (name.as_str(), value.as_bytes()));
+    for (name, value) in sanitizer.headers(pairs) {
+        attributes.push(format!("{prefix}{name}"), value);
+    }
+}
+
+/// What a failure before sending records: an `http.failure` under the test, and the error.
+struct Failures<'a> {
+    ctx: &'a KitExecutionContext,
+    method: &'a Method,
+    template: &'a str,
+    label: String,
+}
+
+impl Failures<'_> {
+    fn fail(&self, error: RestError) -> RestError {
+        // Messages are built from sanitized parts; known secrets are replaced on top.
+        let message = settings::sanitizer(self.ctx).text(&error.to_string());
+        let attributes = Attributes::new()
+            .with(semconv::HTTP_REQUEST_METHOD, self.method.as_str())
+            .with(semconv::HTTP_ROUTE, self.template)
+            .with(semconv::KIT_FAILURE_MESSAGE, message);
+        self.ctx
+            .observe(None, Observation::new(semconv::OBS_HTTP_FAILURE, attributes));
+        error
+    }
+
+    fn invalid(&self, message: String) -> RestError {
+        self.fail(RestError::InvalidRequest {
+            request: self.label.clone(),
+            message,
+        })
+    }
 }
 
 impl PendingRequest {
@@ -273,97 +305,66 @@ impl PendingRequest {
         } = self;
         let ctx = builder.ctx.clone();
         let template = route_template(&route).to_owned();
-        let request_label = format!("{method} {template}");
-        let failure = |message: String, error: RestError| {
-            let attributes = Attributes::new()
-                .with(semconv::HTTP_REQUEST_METHOD, method.as_str())
-                .with(semconv::HTTP_ROUTE, template.as_str())
-                .with(semconv::KIT_FAILURE_MESSAGE, message);
-            ctx.observe(None, Observation::new(semconv::OBS_HTTP_FAILURE, attributes));
-            error
+        let failures = Failures {
+            ctx: &ctx,
+            method: &method,
+            template: &template,
+            label: format!("{method} {template}"),
         };
-        let client = match builder.client {
-            Ok(client) => client,
-            Err(e) => return Err(failure(e.to_string(), e)),
-        };
+        let client = builder.client.map_err(|e| failures.fail(e))?;
+        let (settings, sanitizer, number) = settings::for_request(&ctx).map_err(|e| failures.fail(e))?;
         if let Some(problem) = builder.problem {
-            let error = RestError::InvalidRequest {
-                request: request_label,
-                message: problem.clone(),
-            };
-            return Err(failure(problem, error));
+            return Err(failures.invalid(problem));
         }
-        let path = match fill_route(&route, &builder.path_params) {
-            Ok(path) => path,
-            Err(message) => {
-                let error = RestError::InvalidRequest {
-                    request: request_label,
-                    message: message.clone(),
-                };
-                return Err(failure(message, error));
-            }
-        };
+        let path = fill_route(&route, &builder.path_params).map_err(|m| failures.invalid(m))?;
         let mut url = match url::Url::parse(&path) {
             Ok(absolute) if absolute.has_host() => absolute,
-            _ => match join_path(&client.base, &path) {
-                Ok(url) => url,
-                Err(e) => {
-                    let message = format!(
-                        "cannot build a URL from {:?} and {path:?}: {e}",
-                        sanitized_url(&client.base)
-                    );
-                    let error = RestError::InvalidRequest {
-                        request: request_label,
-                        message: message.clone(),
-                    };
-                    return Err(failure(message, error));
-                }
-            },
+            _ => join_path(&client.base, &path).map_err(|e| {
+                failures.invalid(format!(
+                    "cannot build a URL from {:?} and {path:?}: {e}",
+                    sanitizer.url(client.base.as_str())
+                ))
+            })?,
         };
         if !builder.query.is_empty() {
             url.query_pairs_mut().extend_pairs(builder.query.iter());
         }
-        let shown_url = sanitized_url(&url);
-        let limit = ctx
-            .configuration()
-            .get_parsed::<u64>("Kit:Rest:Responses:MaxResponseBodyBytes", "a number of bytes")
-            .ok()
-            .flatten()
-            .unwrap_or(DEFAULT_MAX_RESPONSE_BODY_BYTES);
+        let shown_url = sanitizer.url(url.as_str());
+        let limit = settings.responses.max_response_body_bytes;
 
         let mut request = client
             .client
             .request(method.clone(), url.clone())
             .headers(builder.headers);
-        let mut body_size = 0usize;
-        match builder.body {
+        let body = match builder.body {
             Some(Body::Bytes { bytes, content_type }) => {
-                body_size = bytes.len();
                 request = request
-                    .header(http::header::CONTENT_TYPE, content_type)
-                    .body(bytes);
+                    .header(http::header::CONTENT_TYPE, content_type.clone())
+                    .body(bytes.clone());
+                Some((bytes, content_type))
             }
             Some(Body::Form(encoded)) => {
-                body_size = encoded.len();
+                let content_type = HeaderValue::from_static("application/x-www-form-urlencoded");
                 request = request
-                    .header(http::header::CONTENT_TYPE, "application/x-www-form-urlencoded")
-                    .body(encoded);
+                    .header(http::header::CONTENT_TYPE, content_type.clone())
+                    .body(encoded.clone());
+                Some((Bytes::from(encoded), content_type))
             }
-            None => {}
-        }
-        let request = match request.build() {
-            Ok(r) => r,
-            Err(e) => {
-                let message = e.without_url().to_string();
-                let error = RestError::InvalidRequest {
-                    request: request_label,
-                    message: message.clone(),
-                };
-                return Err(failure(message, error));
-            }
+            None => None,
         };
+        let request = request
+            .build()
+            .map_err(|e| failures.invalid(e.without_url().to_string()))?;
+        let request_content_type = body
+            .as_ref()
+            .and_then(|(_, ct)| ct.to_str().ok())
+            .map(str::to_owned);
+        let shown_request_body = body
+            .as_ref()
+            .map(|(bytes, _)| sanitizer.body(request_content_type.as_deref(), bytes))
+            .filter(|b| !b.is_empty());
 
-        let mut start_attributes = Attributes::with_capacity(8)
+        let mut start_attributes = Attributes::with_capacity(12)
             .with(semconv::HTTP_REQUEST_METHOD, method.as_str())
             .with(semconv::HTTP_ROUTE, template.as_str())
             .with(semconv::URL_FULL, shown_url.as_str())
@@ -375,8 +376,17 @@ impl PendingRequest {
         if let Some(port) = url.port_or_known_default() {
             start_attributes.push(semconv::SERVER_PORT, port);
         }
-        if body_size > 0 {
-            start_attributes.push(semconv::HTTP_REQUEST_BODY_SIZE, body_size);
+        header_attributes(
+            &mut start_attributes,
+            semconv::HTTP_REQUEST_HEADER_PREFIX,
+            request.headers(),
+            &sanitizer,
+        );
+        if let Some((bytes, _)) = &body {
+            start_attributes.push(semconv::HTTP_REQUEST_BODY_SIZE, bytes.len());
+        }
+        if let Some(shown) = &shown_request_body {
+            start_attributes.push(semconv::KIT_REQUEST_BODY, shown.as_str());
         }
         let operation = ctx.start_operation(
             None,
@@ -386,6 +396,7 @@ impl PendingRequest {
         );
         let info = RequestInfo {
             id: operation.id(),
+            number,
             method: method.clone(),
             route: template.clone(),
             url: shown_url.clone(),
@@ -402,96 +413,119 @@ impl PendingRequest {
             } else {
                 "request"
             };
-            (kind, error_chain(&e.without_url()))
+            let error = RestError::Transport {
+                request: failures.label.clone(),
+                url: shown_url.clone(),
+                message: sanitizer.text(&error_chain(&e.without_url())),
+            };
+            (kind, error)
         };
         let mut response = match client.client.execute(request).await {
             Ok(r) => r,
             Err(e) => {
-                let (kind, message) = transport(e);
-                return Err(end_with_failure(
-                    operation,
-                    kind,
-                    RestError::Transport {
-                        request: request_label,
-                        url: shown_url,
-                        message,
-                    },
-                ));
+                let (kind, error) = transport(e);
+                return Err(end_with_failure(operation, kind, error));
             }
         };
         let status = response.status();
+        let too_large = || RestError::BodyTooLarge {
+            request: failures.label.clone(),
+            limit,
+        };
         if response.content_length().is_some_and(|n| n > limit) {
-            return Err(end_with_failure(
-                operation,
-                "body_too_large",
-                RestError::BodyTooLarge {
-                    request: request_label,
-                    limit,
-                },
-            ));
+            return Err(end_with_failure(operation, "body_too_large", too_large()));
         }
         let initial = response
             .content_length()
             .unwrap_or(0)
             .min(limit)
             .min(16 * 1024 * 1024);
-        let mut body = BytesMut::with_capacity(initial as usize);
+        let mut received = BytesMut::with_capacity(initial as usize);
         // A running cap: never buffer past the limit, whatever Content-Length said.
         loop {
             match response.chunk().await {
                 Ok(Some(chunk)) => {
-                    if body.len() as u64 + chunk.len() as u64 > limit {
-                        return Err(end_with_failure(
-                            operation,
-                            "body_too_large",
-                            RestError::BodyTooLarge {
-                                request: request_label,
-                                limit,
-                            },
-                        ));
+                    if received.len() as u64 + chunk.len() as u64 > limit {
+                        return Err(end_with_failure(operation, "body_too_large", too_large()));
                     }
-                    body.extend_from_slice(&chunk);
+                    received.extend_from_slice(&chunk);
                 }
                 Ok(None) => break,
                 Err(e) => {
-                    let (kind, message) = transport(e);
-                    return Err(end_with_failure(
-                        operation,
-                        kind,
-                        RestError::Transport {
-                            request: request_label,
-                            url: shown_url,
-                            message,
-                        },
-                    ));
+                    let (kind, error) = transport(e);
+                    return Err(end_with_failure(operation, kind, error));
                 }
             }
         }
         let elapsed = started.elapsed();
-        let body = body.freeze();
-        let mut raw = http::Response::new(body);
+        let mut raw = http::Response::new(received.freeze());
         *raw.status_mut() = status;
         *raw.version_mut() = response.version();
         *raw.headers_mut() = std::mem::take(response.headers_mut());
 
-        operation.observe(Observation::new(
-            semconv::OBS_HTTP_RESPONSE,
-            Attributes::with_capacity(6)
-                .with(semconv::HTTP_REQUEST_METHOD, method.as_str())
-                .with(semconv::HTTP_ROUTE, template.as_str())
-                .with(semconv::HTTP_RESPONSE_STATUS_CODE, status.as_u16())
-                .with(semconv::URL_FULL, shown_url)
-                .with(semconv::HTTP_RESPONSE_BODY_SIZE, raw.body().len())
-                .with(
-                    semconv::KIT_DURATION_NS,
-                    u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX),
-                ),
-        ));
+        let response_content_type = raw
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let shown_response_body = sanitizer.body(response_content_type.as_deref(), raw.body());
+        let mut attributes = Attributes::with_capacity(12)
+            .with(semconv::HTTP_REQUEST_METHOD, method.as_str())
+            .with(semconv::HTTP_ROUTE, template.as_str())
+            .with(semconv::HTTP_RESPONSE_STATUS_CODE, status.as_u16())
+            .with(semconv::URL_FULL, shown_url.as_str())
+            .with(semconv::HTTP_RESPONSE_BODY_SIZE, raw.body().len())
+            .with(
+                semconv::KIT_DURATION_NS,
+                u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX),
+            );
+        header_attributes(
+            &mut attributes,
+            semconv::HTTP_RESPONSE_HEADER_PREFIX,
+            raw.headers(),
+            &sanitizer,
+        );
+        if !shown_response_body.is_empty() {
+            attributes.push(semconv::KIT_RESPONSE_BODY, shown_response_body.as_str());
+        }
+        operation.observe(Observation::new(semconv::OBS_HTTP_RESPONSE, attributes));
+
+        if settings.capture {
+            let options = &settings.attachments;
+            if options.capture_request_bodies
+                && let Some(shown) = shown_request_body
+            {
+                let attachment = Attachment::new(
+                    format!("rest-{number:02}-request"),
+                    request_content_type.unwrap_or_else(|| "application/octet-stream".into()),
+                    shown.into_bytes(),
+                )
+                .with_description(format!("{method} {template}"));
+                ctx.attach(Some(operation.id()), attachment);
+            }
+            if options.capture_responses {
+                let attachment = Attachment::new(
+                    format!("rest-{number:02}-response"),
+                    response_content_type.unwrap_or_else(|| "text/plain".into()),
+                    shown_response_body.into_bytes(),
+                )
+                .with_description(status_line(status));
+                ctx.attach(Some(operation.id()), attachment);
+            }
+        }
         operation.end(
             OperationStatus::Ok,
             Attributes::new().with(semconv::HTTP_RESPONSE_STATUS_CODE, status.as_u16()),
         );
         Ok(RestResponse::new(ctx, info, raw, elapsed))
+    }
+}
+
+/// `201 Created`, or the bare code for a status without a reason phrase.
+fn status_line(status: http::StatusCode) -> String {
+    match status.canonical_reason() {
+        Some(reason) => format!("{} {reason}", status.as_u16()),
+        None => status.as_u16().to_string(),
     }
 }
 

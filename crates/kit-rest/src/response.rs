@@ -12,6 +12,8 @@ use kit_core::{EventId, KitExecutionContext};
 pub(crate) struct RequestInfo {
     /// The id of the request's `http.request` operation.
     pub(crate) id: EventId,
+    /// The request's number in its test, from 1 (attachments are named after it).
+    pub(crate) number: u32,
     pub(crate) method: Method,
     /// The route template.
     pub(crate) route: String,
@@ -115,6 +117,11 @@ impl RestResponse {
     /// The id of the request's `http.request` operation, as traces show it.
     pub fn request_id(&self) -> EventId {
         self.request.id
+    }
+
+    /// The request's number in its test, from 1: its attachments are `rest-NN-…`.
+    pub fn request_number(&self) -> u32 {
+        self.request.number
     }
 
     /// `METHOD route`, as failure messages show the request.

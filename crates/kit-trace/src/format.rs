@@ -6,6 +6,7 @@
 //! mimetype                                      first entry, stored: application/vnd.kit.trace+zip
 //! runs/{runId}/manifest.json                    RunManifest: format version, run id, kit version, runner, host
 //! runs/{runId}/tests/{testId}/{segment:04}.jsonl  a segment of one test's events (see below)
+//! runs/{runId}/secrets/{writer}-{n:04}.json     fingerprints of secrets the run met (never the secrets)
 //! blobs/sha256/{hh}/{hex}                       attachment bytes, content-addressed (already redacted)
 //! merge.json                                    merged archives only: where the runs came from
 //! ```
@@ -159,6 +160,11 @@ pub fn segment_path(run: &RunId, test: TestId, segment: u32) -> String {
     format!("runs/{run}/tests/{test}/{segment:04}.jsonl")
 }
 
+/// Path of a fingerprint set written by one writer at one commit.
+pub fn secrets_path(run: &RunId, writer: &str, n: u32) -> String {
+    format!("runs/{run}/secrets/{writer}-{n:04}.json")
+}
+
 /// Path of a blob.
 pub fn blob_path(sha256_hex: &str) -> String {
     let prefix = sha256_hex.get(..2).unwrap_or("00");
@@ -176,6 +182,8 @@ pub enum EntryPath {
     Segment(RunId, TestId, u32),
     /// `blobs/sha256/{hh}/{hex}`
     Blob(String),
+    /// `runs/{run}/secrets/{name}.json`
+    Secrets(RunId),
     /// `merge.json`
     Merge,
     /// Anything else: ignored by this version.
@@ -205,6 +213,9 @@ impl EntryPath {
                     None => EntryPath::Other,
                 }
             }
+            ["runs", run, "secrets", file] if file.ends_with(".json") => RunId::new(*run)
+                .map(EntryPath::Secrets)
+                .unwrap_or(EntryPath::Other),
             ["blobs", "sha256", prefix, hex]
                 if hex.len() == 64
                     && hex.starts_with(prefix)

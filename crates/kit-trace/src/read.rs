@@ -6,6 +6,7 @@ use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use kit_core::redact::FingerprintSet;
 use kit_core::{Event, EventKind, RunId, TestId, TestOutcome, TestStarted, Timestamp};
 
 use crate::TraceError;
@@ -163,6 +164,8 @@ pub struct ArchiveReader {
     /// Run id → test id → segment number → entry index.
     segments: HashMap<RunId, HashMap<TestId, BTreeMap<u32, usize>>>,
     blobs: HashMap<String, usize>,
+    /// Entries holding fingerprint sets.
+    secret_entries: Vec<usize>,
 }
 
 impl std::fmt::Debug for ArchiveReader {
@@ -231,6 +234,7 @@ impl ArchiveReader {
             runs: Vec::new(),
             segments: HashMap::new(),
             blobs: HashMap::new(),
+            secret_entries: Vec::new(),
         };
         reader.index()?;
         Ok(reader)
@@ -291,6 +295,7 @@ impl ArchiveReader {
                 EntryPath::Blob(sha) => {
                     self.blobs.insert(sha, i);
                 }
+                EntryPath::Secrets(_) => self.secret_entries.push(i),
                 EntryPath::MimeType | EntryPath::Merge | EntryPath::Other => {}
             }
         }
@@ -464,6 +469,44 @@ impl ArchiveReader {
             });
         };
         self.read_entry(index, self.limits.max_blob_bytes)
+    }
+}
+
+impl ArchiveReader {
+    /// The fingerprints of every secret the archive's runs met (see
+    /// [`kit_core::redact::LeakScanner`]).
+    pub fn secret_fingerprints(&mut self) -> Result<Vec<FingerprintSet>, TraceError> {
+        let mut sets = Vec::new();
+        for index in self.secret_entries.clone() {
+            let bytes = self.read_entry(index, MAX_SMALL_ENTRY_BYTES * 64)?;
+            let set: FingerprintSet = serde_json::from_slice(&bytes).map_err(|e| TraceError::BadEntry {
+                path: self.path.clone(),
+                entry: self.entry_name(index),
+                reason: e.to_string(),
+            })?;
+            sets.push(set);
+        }
+        Ok(sets)
+    }
+
+    /// How many entries the archive holds.
+    pub fn entry_count(&self) -> usize {
+        self.zip.len()
+    }
+
+    fn entry_name(&self, index: usize) -> String {
+        match self.zip.name_for_index(index) {
+            Some(Ok(name)) => name.into_owned(),
+            _ => format!("#{index}"),
+        }
+    }
+
+    /// The name and decompressed bytes of entry `index` (capped like every read), for tools
+    /// that must look at every byte, such as `kit-cli audit`.
+    pub fn entry(&mut self, index: usize) -> Result<(String, Vec<u8>), TraceError> {
+        let name = self.entry_name(index);
+        let limit = self.limits.max_segment_bytes.max(self.limits.max_blob_bytes);
+        Ok((name, self.read_entry(index, limit)?))
     }
 }
 

@@ -8,11 +8,13 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
+use kit_core::redact::{FingerprintSet, SecretRegistry};
 use kit_core::{Attachment, AttachmentContent, Collector, CollectorError, Event, EventKind, RunId, TestId};
 
 use crate::TraceError;
 use crate::format::{
-    self, MIME_TYPE, MIME_TYPE_ENTRY, RunManifest, SegmentHeader, blob_path, manifest_path, segment_path,
+    self, MIME_TYPE, MIME_TYPE_ENTRY, RunManifest, SegmentHeader, blob_path, manifest_path, secrets_path,
+    segment_path,
 };
 use crate::zipfile::{self, Directory, PreparedEntry};
 
@@ -134,6 +136,11 @@ pub struct ArchiveWriter {
     /// A commit that failed inside `on_event`, reported by the next flush.
     deferred: Option<TraceError>,
     pid: u32,
+    /// Secrets whose fingerprints go into the archive, and how many were stored already.
+    secrets: Option<(Arc<SecretRegistry>, usize)>,
+    /// Names this writer's fingerprint entries; unique per writer.
+    writer_id: String,
+    secret_sets: u32,
 }
 
 impl std::fmt::Debug for ArchiveWriter {
@@ -183,7 +190,17 @@ impl ArchiveWriter {
             stats: WriterStats::default(),
             deferred: None,
             pid: std::process::id(),
+            secrets: None,
+            writer_id: TestId::generate().to_string(),
+            secret_sets: 0,
         })
+    }
+
+    /// Stores, with each commit, the fingerprints of secrets `registry` has met since the
+    /// previous one, so `kit-cli audit` can search the archive for them.
+    pub fn with_secrets(mut self, registry: Arc<SecretRegistry>) -> Self {
+        self.secrets = Some((registry, 0));
+        self
     }
 
     /// The archive's path.
@@ -207,8 +224,8 @@ impl ArchiveWriter {
         if self.pending.is_empty() {
             return Ok(());
         }
+        let mut segments = Vec::with_capacity(self.pending.len() + 1);
         // Compress outside the lock: other processes wait only for the file write.
-        let mut segments = Vec::with_capacity(self.pending.len());
         let mut blobs = Vec::new();
         for test in &self.pending {
             let Some(buffer) = self.tests.get(test) else {
@@ -231,10 +248,31 @@ impl ArchiveWriter {
             }
         }
 
+        let (fingerprints, fingerprints_end) = match &self.secrets {
+            Some((registry, stored)) => registry.fingerprints_from(*stored),
+            None => (Vec::new(), 0),
+        };
+        if !fingerprints.is_empty() {
+            let salt = self.secrets.as_ref().map(|(r, _)| r.salt()).unwrap_or_default();
+            let set = FingerprintSet {
+                salt: salt.iter().map(|b| format!("{b:02x}")).collect(),
+                fingerprints,
+            };
+            let json = serde_json::to_vec(&set).map_err(|e| TraceError::Encode(e.to_string()))?;
+            let name = secrets_path(&self.manifest.run_id, &self.writer_id, self.secret_sets);
+            segments.insert(0, self.deflate(name, &json)?);
+        }
+
         let lock = self.lock()?;
         let result = self.append_locked(segments, blobs);
         drop(lock);
         result?;
+        if let Some((_, stored)) = &mut self.secrets
+            && fingerprints_end > *stored
+        {
+            *stored = fingerprints_end;
+            self.secret_sets += 1;
+        }
 
         for test in std::mem::take(&mut self.pending) {
             let Some(buffer) = self.tests.get_mut(&test) else {

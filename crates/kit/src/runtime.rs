@@ -5,7 +5,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use kit_core::{Bus, Configuration, KitBuilder, KitRun};
+use std::sync::Arc;
+
+use kit_core::{Bus, Configuration, KitBuilder, KitRun, SecretRegistry};
 use kit_trace::{ArchiveWriter, RunManifest};
 
 use crate::__private::HOSTS;
@@ -63,7 +65,8 @@ fn init(manifest_dir: &Path) -> Result<Runtime, String> {
     if tracing {
         let dir = results_dir(configuration, manifest_dir);
         let writer = ArchiveWriter::create(&dir, RunManifest::new(run_id.clone(), runner))
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| e.to_string())?
+            .with_secrets(Arc::clone(SecretRegistry::global()));
         bus = bus.collector(writer);
     }
     let bus = bus.collectors(built.collectors).start();

@@ -1,0 +1,454 @@
+//! JSON redaction that keeps the document as it was written.
+//!
+//! A strict single-pass scanner copies the text to the output and, for each object member
+//! whose name is sensitive, replaces its whole value (string, number, object, …) by
+//! `"[REDACTED]"`. Parsing into a `serde_json::Value` instead would silently drop duplicate
+//! keys (and could hide a secret in the first one), reformat numbers and reorder nothing we
+//! need. The scanner keeps its own stack, so nesting depth is bounded by memory, not by the
+//! thread's stack.
+
+use super::{REDACTED, Rules};
+
+/// Why the text is not JSON (the caller falls back to [`redact_text_fallback`]).
+#[derive(Debug)]
+pub(crate) struct NotJson;
+
+enum Frame {
+    Object {
+        /// Where, in the output, the value of a sensitive member began.
+        redact_from: Option<usize>,
+        state: ObjectState,
+    },
+    Array {
+        state: ArrayState,
+    },
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum ObjectState {
+    KeyOrEnd,
+    Key,
+    Colon,
+    Value,
+    CommaOrEnd,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum ArrayState {
+    ValueOrEnd,
+    Value,
+    CommaOrEnd,
+}
+
+struct Scanner<'a> {
+    text: &'a str,
+    bytes: &'a [u8],
+    pos: usize,
+    out: String,
+}
+
+impl Scanner<'_> {
+    fn skip_ws(&mut self) {
+        let start = self.pos;
+        while let Some(b) = self.bytes.get(self.pos) {
+            if matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
+                self.pos += 1;
+            } else {
+                break;
+            }
+        }
+        self.out.push_str(&self.text[start..self.pos]);
+    }
+
+    /// Scans a string starting at the opening quote; copies it and returns its content's
+    /// range (still escaped) in the input.
+    fn string(&mut self) -> Result<(usize, usize), NotJson> {
+        let start = self.pos;
+        self.pos += 1;
+        loop {
+            match self.bytes.get(self.pos) {
+                None => return Err(NotJson),
+                Some(b'"') => break,
+                Some(b'\\') => match self.bytes.get(self.pos + 1) {
+                    Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => self.pos += 2,
+                    Some(b'u') => {
+                        let hex = self.bytes.get(self.pos + 2..self.pos + 6).ok_or(NotJson)?;
+                        if !hex.iter().all(u8::is_ascii_hexdigit) {
+                            return Err(NotJson);
+                        }
+                        self.pos += 6;
+                    }
+                    _ => return Err(NotJson),
+                },
+                Some(b) if *b < 0x20 => return Err(NotJson),
+                Some(_) => self.pos += 1,
+            }
+        }
+        self.pos += 1;
+        self.out.push_str(&self.text[start..self.pos]);
+        Ok((start + 1, self.pos - 1))
+    }
+
+    fn literal(&mut self, word: &str) -> Result<(), NotJson> {
+        if self.text[self.pos..].starts_with(word) {
+            self.out.push_str(word);
+            self.pos += word.len();
+            Ok(())
+        } else {
+            Err(NotJson)
+        }
+    }
+
+    fn number(&mut self) -> Result<(), NotJson> {
+        let start = self.pos;
+        let b = self.bytes;
+        let mut i = self.pos;
+        if b.get(i) == Some(&b'-') {
+            i += 1;
+        }
+        match b.get(i) {
+            Some(b'0') => i += 1,
+            Some(b'1'..=b'9') => {
+                while b.get(i).is_some_and(u8::is_ascii_digit) {
+                    i += 1;
+                }
+            }
+            _ => return Err(NotJson),
+        }
+        if b.get(i) == Some(&b'.') {
+            i += 1;
+            if !b.get(i).is_some_and(u8::is_ascii_digit) {
+                return Err(NotJson);
+            }
+            while b.get(i).is_some_and(u8::is_ascii_digit) {
+                i += 1;
+            }
+        }
+        if matches!(b.get(i), Some(b'e' | b'E')) {
+            i += 1;
+            if matches!(b.get(i), Some(b'+' | b'-')) {
+                i += 1;
+            }
+            if !b.get(i).is_some_and(u8::is_ascii_digit) {
+                return Err(NotJson);
+            }
+            while b.get(i).is_some_and(u8::is_ascii_digit) {
+                i += 1;
+            }
+        }
+        self.pos = i;
+        self.out.push_str(&self.text[start..i]);
+        Ok(())
+    }
+}
+
+/// Unescapes a JSON string's content (valid, per the scanner). Lone surrogates become U+FFFD.
+pub(crate) fn unescape(raw: &str) -> String {
+    if !raw.contains('\\') {
+        return raw.to_owned();
+    }
+    let mut out = String::with_capacity(raw.len());
+    let mut chars = raw.chars();
+    let mut pending_high: Option<u32> = None;
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            if pending_high.take().is_some() {
+                out.push('\u{FFFD}');
+            }
+            out.push(c);
+            continue;
+        }
+        let escaped = chars.next().unwrap_or('\\');
+        if escaped != 'u' && pending_high.take().is_some() {
+            out.push('\u{FFFD}');
+        }
+        match escaped {
+            'n' => out.push('\n'),
+            't' => out.push('\t'),
+            'r' => out.push('\r'),
+            'b' => out.push('\u{8}'),
+            'f' => out.push('\u{c}'),
+            'u' => {
+                let hex: String = chars.by_ref().take(4).collect();
+                let unit = u32::from_str_radix(&hex, 16).unwrap_or(0xFFFD);
+                match (pending_high.take(), unit) {
+                    (None, 0xD800..=0xDBFF) => pending_high = Some(unit),
+                    (Some(high), 0xDC00..=0xDFFF) => {
+                        let code = 0x10000 + ((high - 0xD800) << 10) + (unit - 0xDC00);
+                        out.push(char::from_u32(code).unwrap_or('\u{FFFD}'));
+                    }
+                    (Some(_), _) => {
+                        out.push('\u{FFFD}');
+                        out.push(char::from_u32(unit).unwrap_or('\u{FFFD}'));
+                    }
+                    (None, _) => out.push(char::from_u32(unit).unwrap_or('\u{FFFD}')),
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    if pending_high.is_some() {
+        out.push('\u{FFFD}');
+    }
+    out
+}
+
+/// Redacts the values of sensitive members of a JSON document, keeping everything else as it
+/// was written. Calls `found` with the text of each redacted scalar value. Fails when `text`
+/// is not a single JSON value.
+pub(crate) fn redact_json(text: &str, rules: &Rules, found: &mut dyn FnMut(&str)) -> Result<String, NotJson> {
+    let mut s = Scanner {
+        text,
+        bytes: text.as_bytes(),
+        pos: 0,
+        out: String::with_capacity(text.len()),
+    };
+    let mut stack: Vec<Frame> = Vec::new();
+    // Set when the next value is a sensitive member's.
+    let mut sensitive_next = false;
+    s.skip_ws();
+    loop {
+        // Expecting a value here?
+        let expecting_value = match stack.last() {
+            None => true,
+            Some(Frame::Object { state, .. }) => *state == ObjectState::Value,
+            Some(Frame::Array { state }) => matches!(state, ArrayState::Value | ArrayState::ValueOrEnd),
+        };
+        if expecting_value {
+            let value_start = s.out.len();
+            let redact = std::mem::take(&mut sensitive_next);
+            if redact && let Some(Frame::Object { redact_from, .. }) = stack.last_mut() {
+                *redact_from = Some(value_start);
+            }
+            match s.bytes.get(s.pos) {
+                Some(b'{') => {
+                    s.out.push('{');
+                    s.pos += 1;
+                    stack.push(Frame::Object {
+                        redact_from: None,
+                        state: ObjectState::KeyOrEnd,
+                    });
+                    s.skip_ws();
+                    continue;
+                }
+                Some(b'[') => {
+                    s.out.push('[');
+                    s.pos += 1;
+                    stack.push(Frame::Array {
+                        state: ArrayState::ValueOrEnd,
+                    });
+                    s.skip_ws();
+                    continue;
+                }
+                Some(b']')
+                    if matches!(
+                        stack.last(),
+                        Some(Frame::Array {
+                            state: ArrayState::ValueOrEnd
+                        })
+                    ) =>
+                {
+                    s.out.push(']');
+                    s.pos += 1;
+                    stack.pop();
+                    complete_value(&mut s, &mut stack);
+                }
+                Some(b'"') => {
+                    let (from, to) = s.string()?;
+                    if redact {
+                        found(&unescape(&text[from..to]));
+                    }
+                    complete_value(&mut s, &mut stack);
+                }
+                Some(b't') => {
+                    s.literal("true")?;
+                    complete_value(&mut s, &mut stack);
+                }
+                Some(b'f') => {
+                    s.literal("false")?;
+                    complete_value(&mut s, &mut stack);
+                }
+                Some(b'n') => {
+                    s.literal("null")?;
+                    complete_value(&mut s, &mut stack);
+                }
+                Some(b'-' | b'0'..=b'9') => {
+                    let from = s.pos;
+                    s.number()?;
+                    if redact {
+                        found(&text[from..s.pos]);
+                    }
+                    complete_value(&mut s, &mut stack);
+                }
+                _ => return Err(NotJson),
+            }
+            if stack.is_empty() {
+                s.skip_ws();
+                return if s.pos == s.bytes.len() {
+                    Ok(s.out)
+                } else {
+                    Err(NotJson)
+                };
+            }
+            s.skip_ws();
+            continue;
+        }
+        // Inside a container, not at a value.
+        let Some(frame) = stack.last_mut() else {
+            return Err(NotJson);
+        };
+        match frame {
+            Frame::Object { state, .. } => match (*state, s.bytes.get(s.pos)) {
+                (ObjectState::KeyOrEnd, Some(b'}')) | (ObjectState::CommaOrEnd, Some(b'}')) => {
+                    s.out.push('}');
+                    s.pos += 1;
+                    stack.pop();
+                    complete_value(&mut s, &mut stack);
+                    if stack.is_empty() {
+                        s.skip_ws();
+                        return if s.pos == s.bytes.len() {
+                            Ok(s.out)
+                        } else {
+                            Err(NotJson)
+                        };
+                    }
+                }
+                (ObjectState::KeyOrEnd | ObjectState::Key, Some(b'"')) => {
+                    let (from, to) = s.string()?;
+                    sensitive_next = rules.is_sensitive_json_property(&unescape(&text[from..to]));
+                    *state = ObjectState::Colon;
+                }
+                (ObjectState::Colon, Some(b':')) => {
+                    s.out.push(':');
+                    s.pos += 1;
+                    *state = ObjectState::Value;
+                }
+                (ObjectState::CommaOrEnd, Some(b',')) => {
+                    s.out.push(',');
+                    s.pos += 1;
+                    *state = ObjectState::Key;
+                }
+                _ => return Err(NotJson),
+            },
+            Frame::Array { state } => match (*state, s.bytes.get(s.pos)) {
+                (ArrayState::CommaOrEnd, Some(b']')) => {
+                    s.out.push(']');
+                    s.pos += 1;
+                    stack.pop();
+                    complete_value(&mut s, &mut stack);
+                    if stack.is_empty() {
+                        s.skip_ws();
+                        return if s.pos == s.bytes.len() {
+                            Ok(s.out)
+                        } else {
+                            Err(NotJson)
+                        };
+                    }
+                }
+                (ArrayState::CommaOrEnd, Some(b',')) => {
+                    s.out.push(',');
+                    s.pos += 1;
+                    *state = ArrayState::Value;
+                }
+                _ => return Err(NotJson),
+            },
+        }
+        s.skip_ws();
+    }
+}
+
+/// A value finished in the frame on top of the stack: advance its state and, if the value was
+/// a sensitive member's, replace what was written for it.
+fn complete_value(s: &mut Scanner<'_>, stack: &mut [Frame]) {
+    match stack.last_mut() {
+        Some(Frame::Object { redact_from, state }) => {
+            if let Some(from) = redact_from.take() {
+                s.out.truncate(from);
+                s.out.push('"');
+                s.out.push_str(REDACTED);
+                s.out.push('"');
+            }
+            *state = ObjectState::CommaOrEnd;
+        }
+        Some(Frame::Array { state }) => *state = ArrayState::CommaOrEnd,
+        None => {}
+    }
+}
+
+/// For text that starts like JSON but is not: redacts the string value after each sensitive
+/// quoted name (`"password" : "…"`). Numbers, booleans and nulls pass, as do values of names
+/// that are not sensitive. An unterminated string is redacted to the end of the text.
+pub(crate) fn redact_text_fallback(text: &str, rules: &Rules, found: &mut dyn FnMut(&str)) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    let mut i = 0;
+    while let Some(offset) = memchr_quote(&bytes[i..]) {
+        let open = i + offset;
+        let Some(close) = string_end(bytes, open) else {
+            break;
+        };
+        let name = &text[open + 1..close];
+        i = close + 1;
+        // Whitespace, a colon, whitespace, then a quote.
+        let mut j = i;
+        while bytes.get(j).is_some_and(u8::is_ascii_whitespace) {
+            j += 1;
+        }
+        if bytes.get(j) != Some(&b':') {
+            continue;
+        }
+        j += 1;
+        while bytes.get(j).is_some_and(u8::is_ascii_whitespace) {
+            j += 1;
+        }
+        if bytes.get(j) != Some(&b'"') || !rules.is_sensitive_json_property(&unescape_lossy(name)) {
+            continue;
+        }
+        let value_end = string_end(bytes, j).unwrap_or(bytes.len());
+        found(&unescape_lossy(&text[j + 1..value_end]));
+        out.push_str(&text[copied..=j]);
+        out.push_str(REDACTED);
+        if value_end < bytes.len() {
+            out.push('"');
+            copied = value_end + 1;
+        } else {
+            copied = bytes.len();
+        }
+        i = copied;
+    }
+    out.push_str(&text[copied..]);
+    out
+}
+
+fn memchr_quote(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|b| *b == b'"')
+}
+
+/// The index of the quote closing the string opened at `open`, skipping escapes.
+fn string_end(bytes: &[u8], open: usize) -> Option<usize> {
+    let mut i = open + 1;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 2,
+            b'"' => return Some(i),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// Unescapes text the scanner did not validate: invalid escapes are kept as they are.
+fn unescape_lossy(raw: &str) -> String {
+    if raw.contains("\\u") {
+        // Only unescape what is well-formed; the rest is compared as written.
+        let valid = raw
+            .split("\\u")
+            .skip(1)
+            .all(|part| part.len() >= 4 && part[..4].bytes().all(|b| b.is_ascii_hexdigit()));
+        if !valid {
+            return raw.to_owned();
+        }
+    }
+    unescape(raw)
+}

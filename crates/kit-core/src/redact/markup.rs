@@ -1,0 +1,247 @@
+//! XML and multipart bodies.
+
+use super::{REDACTED, Rules};
+
+/// The local part of a qualified XML name (`ns:password` is `password`).
+fn local(name: &str) -> &str {
+    name.rsplit_once(':').map_or(name, |(_, l)| l)
+}
+
+/// Redacts the text of elements with sensitive names and the values of sensitive attributes.
+/// Tolerant: malformed markup is copied as it is, never rejected.
+pub(crate) fn redact_xml(text: &str, rules: &Rules, found: &mut dyn FnMut(&str)) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while let Some(offset) = text[i..].find('<') {
+        let lt = i + offset;
+        out.push_str(&text[i..lt]);
+        let rest = &text[lt..];
+        let skip_to = |marker: &str| rest.find(marker).map_or(text.len(), |e| lt + e + marker.len());
+        if rest.starts_with("<!--") {
+            let end = skip_to("-->");
+            out.push_str(&text[lt..end]);
+            i = end;
+            continue;
+        }
+        if rest.starts_with("<![CDATA[") {
+            let end = skip_to("]]>");
+            out.push_str(&text[lt..end]);
+            i = end;
+            continue;
+        }
+        if rest.starts_with("<?") || rest.starts_with("<!") || rest.starts_with("</") {
+            let end = skip_to(">");
+            out.push_str(&text[lt..end]);
+            i = end;
+            continue;
+        }
+        // A start tag: its name, then attributes.
+        let mut j = lt + 1;
+        while j < bytes.len() && !bytes[j].is_ascii_whitespace() && bytes[j] != b'>' && bytes[j] != b'/' {
+            j += 1;
+        }
+        let name = &text[lt + 1..j];
+        out.push_str(&text[lt..j]);
+        let mut self_closing = false;
+        let mut closed = false;
+        while j < bytes.len() {
+            let ws = j;
+            while j < bytes.len() && bytes[j].is_ascii_whitespace() {
+                j += 1;
+            }
+            out.push_str(&text[ws..j]);
+            match bytes.get(j) {
+                None => break,
+                Some(b'>') => {
+                    out.push('>');
+                    j += 1;
+                    closed = true;
+                    break;
+                }
+                Some(b'/') if bytes.get(j + 1) == Some(&b'>') => {
+                    out.push_str("/>");
+                    j += 2;
+                    self_closing = true;
+                    closed = true;
+                    break;
+                }
+                _ => {}
+            }
+            // An attribute: name, optional whitespace, '=', optional whitespace, quoted value.
+            let name_start = j;
+            while j < bytes.len()
+                && !matches!(bytes[j], b'=' | b'>' | b'/')
+                && !bytes[j].is_ascii_whitespace()
+            {
+                j += 1;
+            }
+            let attr = &text[name_start..j];
+            let mut k = j;
+            while k < bytes.len() && bytes[k].is_ascii_whitespace() {
+                k += 1;
+            }
+            if bytes.get(k) != Some(&b'=') {
+                out.push_str(&text[name_start..j]);
+                if j == name_start {
+                    // A stray character: copy it and move on.
+                    if let Some(c) = text[j..].chars().next() {
+                        out.push(c);
+                        j += c.len_utf8();
+                    }
+                }
+                continue;
+            }
+            k += 1;
+            while k < bytes.len() && bytes[k].is_ascii_whitespace() {
+                k += 1;
+            }
+            let Some(&quote) = bytes.get(k).filter(|q| matches!(q, b'"' | b'\'')) else {
+                out.push_str(&text[name_start..k]);
+                j = k;
+                continue;
+            };
+            let value_start = k + 1;
+            let value_end = text[value_start..]
+                .find(char::from(quote))
+                .map_or(text.len(), |e| value_start + e);
+            out.push_str(&text[name_start..value_start]);
+            if rules.is_sensitive_json_property(local(attr)) {
+                found(&text[value_start..value_end]);
+                out.push_str(REDACTED);
+            } else {
+                out.push_str(&text[value_start..value_end]);
+            }
+            if value_end < text.len() {
+                out.push(char::from(quote));
+            }
+            j = (value_end + 1).min(text.len());
+        }
+        i = j;
+        if !closed || self_closing || !rules.is_sensitive_json_property(local(name)) {
+            continue;
+        }
+        // A sensitive element: its text (or CDATA) up to the next tag.
+        if text[i..].starts_with("<![CDATA[") {
+            let content_start = i + "<![CDATA[".len();
+            let content_end = text[content_start..]
+                .find("]]>")
+                .map_or(text.len(), |e| content_start + e);
+            found(&text[content_start..content_end]);
+            out.push_str("<![CDATA[");
+            out.push_str(REDACTED);
+            if content_end < text.len() {
+                out.push_str("]]>");
+            }
+            i = (content_end + 3).min(text.len());
+        } else {
+            let end = text[i..].find('<').map_or(text.len(), |e| i + e);
+            let content = &text[i..end];
+            if !content.trim().is_empty() {
+                found(content.trim());
+                out.push_str(REDACTED);
+                i = end;
+            }
+        }
+    }
+    out.push_str(&text[i..]);
+    out
+}
+
+/// The `boundary` parameter of a multipart content type.
+pub(crate) fn boundary(content_type: &str) -> Option<String> {
+    content_type.split(';').skip(1).find_map(|param| {
+        let (name, value) = param.split_once('=')?;
+        name.trim()
+            .eq_ignore_ascii_case("boundary")
+            .then(|| value.trim().trim_matches('"').to_owned())
+    })
+}
+
+/// The `name` of a part's `Content-Disposition`, and its `Content-Type`.
+fn part_headers(headers: &str) -> (Option<String>, Option<String>) {
+    let mut name = None;
+    let mut content_type = None;
+    for line in headers.lines() {
+        let Some((header, value)) = line.split_once(':') else {
+            continue;
+        };
+        if header.trim().eq_ignore_ascii_case("content-disposition") {
+            name = value.split(';').skip(1).find_map(|param| {
+                let (key, v) = param.split_once('=')?;
+                key.trim()
+                    .eq_ignore_ascii_case("name")
+                    .then(|| v.trim().trim_matches('"').to_owned())
+            });
+        } else if header.trim().eq_ignore_ascii_case("content-type") {
+            content_type = Some(value.trim().to_owned());
+        }
+    }
+    (name, content_type)
+}
+
+/// Redacts the bodies of parts whose `Content-Disposition` name is sensitive; other parts are
+/// handed to `inner` with their content type (a JSON part is redacted as JSON).
+pub(crate) fn redact_multipart(
+    text: &str,
+    boundary: Option<&str>,
+    rules: &Rules,
+    found: &mut dyn FnMut(&str),
+    inner: &mut dyn FnMut(Option<&str>, &str) -> String,
+) -> String {
+    // Without a declared boundary, the first line names it.
+    let detected;
+    let boundary = match boundary {
+        Some(b) => b,
+        None => {
+            let first = text.lines().next().unwrap_or("");
+            match first.strip_prefix("--") {
+                Some(b) if !b.trim().is_empty() => {
+                    detected = b.trim().to_owned();
+                    &detected
+                }
+                _ => return text.to_owned(),
+            }
+        }
+    };
+    let delimiter = format!("--{boundary}");
+    let mut out = String::with_capacity(text.len());
+    let mut pieces = text.split(delimiter.as_str());
+    // Before the first delimiter: the preamble, kept.
+    if let Some(preamble) = pieces.next() {
+        out.push_str(preamble);
+    }
+    for piece in pieces {
+        out.push_str(&delimiter);
+        // Headers end at the first blank line.
+        let split = piece
+            .find("\r\n\r\n")
+            .map(|i| (i, 4))
+            .or_else(|| piece.find("\n\n").map(|i| (i, 2)));
+        let Some((at, sep)) = split else {
+            out.push_str(piece);
+            continue;
+        };
+        let headers = &piece[..at + sep];
+        let body_and_tail = &piece[at + sep..];
+        // The part's body ends before the line break that precedes the next delimiter.
+        let body_len = body_and_tail
+            .strip_suffix("\r\n")
+            .or_else(|| body_and_tail.strip_suffix('\n'))
+            .map_or(body_and_tail.len(), str::len);
+        let (body, tail) = body_and_tail.split_at(body_len);
+        out.push_str(headers);
+        let (name, content_type) = part_headers(headers);
+        if name
+            .as_deref()
+            .is_some_and(|n| rules.is_sensitive_json_property(n))
+        {
+            found(body);
+            out.push_str(REDACTED);
+        } else {
+            out.push_str(&inner(content_type.as_deref(), body));
+        }
+        out.push_str(tail);
+    }
+    out
+}

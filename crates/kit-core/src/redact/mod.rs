@@ -1,0 +1,362 @@
+//! Redaction: the sanitizer every protocol shares.
+//!
+//! Everything the kit records — events, attachments, failure messages — passes through a
+//! [`Sanitizer`] where it is made, so no collector, archive, report or export ever sees a
+//! secret. The rules, with redaction on:
+//!
+//! 1. sensitive headers (case-insensitive) become `[REDACTED]`; a header's repeated values are
+//!    joined with `, `;
+//! 2. sensitive query parameter values in URLs become `[REDACTED]`;
+//! 3. URI user-info (`user:password@`) is always removed, even with redaction off;
+//! 4. sensitive JSON properties are redacted by name at any depth, duplicate keys included;
+//!    the rest of the document is kept exactly as written;
+//! 5. other bodies are scanned for the same names: form-urlencoded pairs, multipart parts (by
+//!    their `Content-Disposition` `name=`), XML elements (their text) and attributes;
+//! 6. a body that starts like JSON but does not parse is redacted by a text fallback that
+//!    covers quoted string values only (numbers, booleans and nulls pass);
+//! 7. every body is cut at `max_diagnostic_body_length` characters, with the marker
+//!    `... [N characters truncated]`;
+//! 8. every value redacted by rules 1–6 (and every credential given to the kit) is remembered
+//!    in a [`SecretRegistry`] and then redacted by value wherever it appears: a token echoed
+//!    under an innocent name, in a URL, or in a failure message.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use kit_core::redact::{Sanitizer, SecretRegistry};
+//! use kit_core::KitHttpAttachmentOptions;
+//!
+//! let sanitizer = Sanitizer::new(&KitHttpAttachmentOptions::default(), Arc::new(SecretRegistry::new()));
+//! let body = sanitizer.body(Some("application/json"), br#"{"user":"ada","password":"correct-horse"}"#);
+//! assert_eq!(body, r#"{"user":"ada","password":"[REDACTED]"}"#);
+//! // The password is now known, and redacted wherever it turns up.
+//! assert_eq!(sanitizer.text("echo: correct-horse"), "echo: [REDACTED]");
+//! assert_eq!(sanitizer.url("https://u:p@api.example/x?token=abc&page=2"), "https://api.example/x?token=[REDACTED]&page=2");
+//! ```
+
+mod json;
+mod markup;
+mod secrets;
+mod url;
+
+use std::sync::Arc;
+
+pub use secrets::{
+    Fingerprint, FingerprintSet, Leak, LeakScanner, MIN_SECRET_LEN, SecretRegistry, rolling_hash,
+};
+
+use crate::options::{JsonDiagnosticOptions, KitHttpAttachmentOptions};
+
+/// What redacted values are replaced by.
+pub const REDACTED: &str = "[REDACTED]";
+
+/// The sensitive names, compared case-insensitively (ASCII).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Rules {
+    headers: Vec<String>,
+    query: Vec<String>,
+    json: Vec<String>,
+}
+
+fn lower(list: &[String]) -> Vec<String> {
+    list.iter().map(|s| s.to_ascii_lowercase()).collect()
+}
+
+fn contains(list: &[String], name: &str) -> bool {
+    list.iter().any(|s| s.eq_ignore_ascii_case(name))
+}
+
+impl Rules {
+    /// Rules from the three lists.
+    pub fn new(headers: &[String], query: &[String], json: &[String]) -> Self {
+        Rules {
+            headers: lower(headers),
+            query: lower(query),
+            json: lower(json),
+        }
+    }
+
+    /// Whether a header is sensitive.
+    pub fn is_sensitive_header(&self, name: &str) -> bool {
+        contains(&self.headers, name)
+    }
+
+    /// Whether a query parameter is sensitive.
+    pub fn is_sensitive_query_parameter(&self, name: &str) -> bool {
+        contains(&self.query, name)
+    }
+
+    /// Whether a JSON property (or form field, multipart part, XML element or attribute) is
+    /// sensitive.
+    pub fn is_sensitive_json_property(&self, name: &str) -> bool {
+        contains(&self.json, name)
+    }
+}
+
+/// How a body is to be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum BodyKind {
+    Json,
+    Xml,
+    Form,
+    Multipart(Option<String>),
+    Text,
+}
+
+fn media_type(content_type: &str) -> String {
+    content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase()
+}
+
+fn body_kind(content_type: Option<&str>, text: &str) -> BodyKind {
+    if let Some(ct) = content_type {
+        let media = media_type(ct);
+        if media == "application/json" || media == "text/json" || media.ends_with("+json") {
+            return BodyKind::Json;
+        }
+        if media.ends_with("/xml") || media.ends_with("+xml") {
+            return BodyKind::Xml;
+        }
+        if media == "application/x-www-form-urlencoded" {
+            return BodyKind::Form;
+        }
+        if media.starts_with("multipart/") {
+            return BodyKind::Multipart(markup::boundary(ct));
+        }
+    }
+    // No (useful) content type: go by the first character.
+    let trimmed = text.trim_start();
+    if trimmed.starts_with('{') || trimmed.starts_with('[') {
+        BodyKind::Json
+    } else if trimmed.starts_with('<') {
+        BodyKind::Xml
+    } else if trimmed.starts_with("--") && trimmed.contains("Content-Disposition") {
+        BodyKind::Multipart(None)
+    } else if !trimmed.is_empty()
+        && trimmed.contains('=')
+        && !trimmed.bytes().any(|b| b.is_ascii_whitespace() || b == b'"')
+    {
+        BodyKind::Form
+    } else {
+        BodyKind::Text
+    }
+}
+
+/// Cuts `text` after `max_chars` characters and appends `... [N characters truncated]`.
+pub fn truncate(text: String, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        None => text,
+        Some((cut, _)) => {
+            let dropped = text[cut..].chars().count();
+            let mut out = text;
+            out.truncate(cut);
+            out.push_str(&format!("... [{dropped} characters truncated]"));
+            out
+        }
+    }
+}
+
+/// Redacts what the kit records. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Sanitizer {
+    rules: Arc<Rules>,
+    redact: bool,
+    max_body_chars: usize,
+    secrets: Arc<SecretRegistry>,
+}
+
+impl Sanitizer {
+    /// A sanitizer with the lists, switch and cap of `options`, remembering what it redacts in
+    /// `secrets`.
+    pub fn new(options: &KitHttpAttachmentOptions, secrets: Arc<SecretRegistry>) -> Self {
+        Sanitizer {
+            rules: Arc::new(Rules::new(
+                &options.sensitive_headers,
+                &options.sensitive_query_parameters,
+                &options.sensitive_json_properties,
+            )),
+            redact: options.redact_sensitive_data,
+            max_body_chars: options.max_diagnostic_body_length,
+            secrets,
+        }
+    }
+
+    /// A sanitizer for JSON diagnostics of protocols without headers or URLs (the HTTP lists
+    /// are the defaults).
+    pub fn for_json(options: &JsonDiagnosticOptions, secrets: Arc<SecretRegistry>) -> Self {
+        let mut http = KitHttpAttachmentOptions::default();
+        http.redact_sensitive_data = options.redact_sensitive_data;
+        http.max_diagnostic_body_length = options.max_diagnostic_body_length;
+        http.sensitive_json_properties
+            .clone_from(&options.sensitive_json_properties);
+        Self::new(&http, secrets)
+    }
+
+    /// The same sanitizer with another body cap (for a message that must respect the smaller
+    /// of two caps).
+    pub fn with_max_body_length(mut self, max_chars: usize) -> Self {
+        self.max_body_chars = max_chars;
+        self
+    }
+
+    /// The body cap, in characters.
+    pub fn max_body_length(&self) -> usize {
+        self.max_body_chars
+    }
+
+    /// Whether sensitive data is redacted (user-info is removed regardless).
+    pub fn redacts(&self) -> bool {
+        self.redact
+    }
+
+    /// The rules.
+    pub fn rules(&self) -> &Rules {
+        &self.rules
+    }
+
+    /// The registry of known secrets.
+    pub fn secrets(&self) -> &Arc<SecretRegistry> {
+        &self.secrets
+    }
+
+    fn remember(&self) -> impl FnMut(&str) + '_ {
+        move |value: &str| {
+            self.secrets.remember(value);
+        }
+    }
+
+    /// A URL without user-info and, with redaction on, with sensitive query values redacted
+    /// and known secrets replaced.
+    pub fn url(&self, url: &str) -> String {
+        let sanitized = url::sanitize_url(url, &self.rules, self.redact, &mut self.remember());
+        if self.redact {
+            self.secrets.replace_known(&sanitized).into_owned()
+        } else {
+            sanitized
+        }
+    }
+
+    /// One header's values as recorded: joined with `, `, or `[REDACTED]` for a sensitive
+    /// header (whose values, and the credentials in them, become known secrets).
+    pub fn header(&self, name: &str, values: &[&str]) -> String {
+        if !self.redact {
+            return values.join(", ");
+        }
+        if self.rules.is_sensitive_header(name) {
+            for value in values {
+                self.remember_header_value(name, value);
+            }
+            return REDACTED.to_owned();
+        }
+        self.secrets.replace_known(&values.join(", ")).into_owned()
+    }
+
+    fn remember_header_value(&self, name: &str, value: &str) {
+        self.secrets.remember(value);
+        let lower = name.to_ascii_lowercase();
+        if lower == "cookie" || lower == "set-cookie" {
+            // `a=1; b=2` (Cookie) or `a=1; Path=/` (Set-Cookie): each cookie's value.
+            let pairs: Vec<&str> = if lower == "cookie" {
+                value.split(';').collect()
+            } else {
+                value.split(';').take(1).collect()
+            };
+            for pair in pairs {
+                if let Some((_, v)) = pair.split_once('=') {
+                    self.secrets.remember(v.trim());
+                }
+            }
+        } else if let Some((scheme, credential)) = value.split_once(' ') {
+            // `Bearer <token>`, `Basic <base64>`: the credential alone may be echoed.
+            if !scheme.is_empty() && scheme.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+                self.secrets.remember(credential);
+            }
+        }
+    }
+
+    /// Headers as recorded: one entry per name in order of first appearance, repeated values
+    /// joined, sensitive ones redacted. Names are kept as given.
+    pub fn headers<'h>(
+        &self,
+        headers: impl IntoIterator<Item = (&'h str, &'h [u8])>,
+    ) -> Vec<(String, String)> {
+        let mut grouped: Vec<(&str, Vec<String>)> = Vec::new();
+        for (name, value) in headers {
+            let value = String::from_utf8_lossy(value).into_owned();
+            match grouped.iter_mut().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
+                Some((_, values)) => values.push(value),
+                None => grouped.push((name, vec![value])),
+            }
+        }
+        grouped
+            .into_iter()
+            .map(|(name, values)| {
+                let refs: Vec<&str> = values.iter().map(String::as_str).collect();
+                (name.to_owned(), self.header(name, &refs))
+            })
+            .collect()
+    }
+
+    /// A body as recorded: redacted by its structure, then by known secrets, then cut at the
+    /// cap. Bytes that are not UTF-8 are replaced (U+FFFD).
+    pub fn body(&self, content_type: Option<&str>, body: &[u8]) -> String {
+        if body.is_empty() {
+            return String::new();
+        }
+        let text = String::from_utf8_lossy(body);
+        if !self.redact {
+            return truncate(text.into_owned(), self.max_body_chars);
+        }
+        let redacted = self.structured(content_type, &text, 0);
+        let replaced = self.secrets.replace_known(&redacted).into_owned();
+        truncate(replaced, self.max_body_chars)
+    }
+
+    fn structured(&self, content_type: Option<&str>, text: &str, depth: u8) -> String {
+        let rules = &*self.rules;
+        let mut found = self.remember();
+        match body_kind(content_type, text) {
+            BodyKind::Json => {
+                // What the strict pass finds counts only if the text turns out to be JSON: a
+                // number it redacted before failing must pass the fallback untouched.
+                let mut pending = Vec::new();
+                match json::redact_json(text, rules, &mut |v| pending.push(v.to_owned())) {
+                    Ok(out) => {
+                        pending.iter().for_each(|v| found(v));
+                        out
+                    }
+                    Err(_) => json::redact_text_fallback(text, rules, &mut found),
+                }
+            }
+            BodyKind::Xml => markup::redact_xml(text, rules, &mut found),
+            BodyKind::Form => {
+                url::redact_pairs(text, '&', &|n| rules.is_sensitive_json_property(n), &mut found)
+            }
+            BodyKind::Multipart(boundary) if depth == 0 => {
+                // A part with a type of its own is redacted as that type; a plain field is kept.
+                let mut inner = |ct: Option<&str>, part: &str| match ct {
+                    Some(ct) => self.structured(Some(ct), part, depth + 1),
+                    None => part.to_owned(),
+                };
+                markup::redact_multipart(text, boundary.as_deref(), rules, &mut found, &mut inner)
+            }
+            BodyKind::Multipart(_) | BodyKind::Text => json::redact_text_fallback(text, rules, &mut found),
+        }
+    }
+
+    /// Free text (a failure message) with known secrets replaced and, with redaction on, any
+    /// `"sensitive": "value"` patterns redacted. Not truncated.
+    pub fn text(&self, text: &str) -> String {
+        if !self.redact {
+            return text.to_owned();
+        }
+        let patterned = json::redact_text_fallback(text, &self.rules, &mut self.remember());
+        self.secrets.replace_known(&patterned).into_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,411 @@
+//! Secrets the kit knows: redacted by value wherever they appear, and fingerprinted so an
+//! archive can be searched for them without ever holding them in clear.
+
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
+
+use aho_corasick::{AhoCorasick, MatchKind};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::REDACTED;
+
+/// Shorter values are not remembered: replacing every `1` or `true` by value would mangle
+/// text, and the leak check would find them everywhere. They are still redacted where they
+/// stand (under a sensitive name).
+pub const MIN_SECRET_LEN: usize = 8;
+
+/// Base of the rolling hash used to find candidates before a SHA-256 confirms them.
+const ROLLING_BASE: u32 = 0x0100_0193;
+
+/// A polynomial rolling hash of `bytes` (wrapping, base [`ROLLING_BASE`]).
+pub fn rolling_hash(bytes: &[u8]) -> u32 {
+    bytes.iter().fold(0u32, |h, b| {
+        h.wrapping_mul(ROLLING_BASE).wrapping_add(u32::from(*b))
+    })
+}
+
+fn salted_sha256(salt: &[u8], bytes: &[u8]) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    hasher.update(salt);
+    hasher.update(bytes);
+    hasher.finalize().into()
+}
+
+/// What is kept of a secret: its length, a 32-bit rolling hash (to find candidates fast) and
+/// a salted SHA-256 (to confirm them). Never the secret.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Fingerprint {
+    /// Length in bytes.
+    pub len: u32,
+    /// [`rolling_hash`] of the bytes.
+    pub rolling: u32,
+    /// SHA-256 of the salt followed by the bytes.
+    pub sha256: [u8; 32],
+}
+
+impl Fingerprint {
+    /// The fingerprint of `secret` under `salt`.
+    pub fn of(salt: &[u8], secret: &[u8]) -> Self {
+        Fingerprint {
+            len: u32::try_from(secret.len()).unwrap_or(u32::MAX),
+            rolling: rolling_hash(secret),
+            sha256: salted_sha256(salt, secret),
+        }
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+impl Serialize for Fingerprint {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("Fingerprint", 3)?;
+        st.serialize_field("len", &self.len)?;
+        st.serialize_field("rolling", &self.rolling)?;
+        st.serialize_field("sha256", &hex(&self.sha256))?;
+        st.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Fingerprint {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Raw {
+            len: u32,
+            rolling: u32,
+            sha256: String,
+        }
+        let raw = Raw::deserialize(d)?;
+        let sha: [u8; 32] = unhex(&raw.sha256)
+            .and_then(|v| v.try_into().ok())
+            .ok_or_else(|| serde::de::Error::custom("sha256 must be 64 hex digits"))?;
+        Ok(Fingerprint {
+            len: raw.len,
+            rolling: raw.rolling,
+            sha256: sha,
+        })
+    }
+}
+
+/// Fingerprints made under one salt: what an archive stores.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FingerprintSet {
+    /// The salt, hex.
+    pub salt: String,
+    /// The fingerprints.
+    pub fingerprints: Vec<Fingerprint>,
+}
+
+#[derive(Default)]
+struct State {
+    seen: HashSet<Box<str>>,
+    values: Vec<Box<str>>,
+    fingerprints: Vec<Fingerprint>,
+    matcher: Option<Arc<AhoCorasick>>,
+}
+
+/// The secrets a run has met: every value the sanitizer redacted (at least
+/// [`MIN_SECRET_LEN`] bytes) and every credential given to the kit. Kept in memory only;
+/// what leaves the process is their [`Fingerprint`]s.
+pub struct SecretRegistry {
+    salt: [u8; 16],
+    state: RwLock<State>,
+}
+
+impl fmt::Debug for SecretRegistry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SecretRegistry")
+            .field("secrets", &self.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for SecretRegistry {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl SecretRegistry {
+    /// An empty registry with a random salt.
+    pub fn new() -> Self {
+        SecretRegistry {
+            salt: *uuid::Uuid::new_v4().as_bytes(),
+            state: RwLock::new(State::default()),
+        }
+    }
+
+    /// The process's registry: the one the `kit` facade's sanitizers and panic hook use.
+    pub fn global() -> &'static Arc<SecretRegistry> {
+        static GLOBAL: OnceLock<Arc<SecretRegistry>> = OnceLock::new();
+        GLOBAL.get_or_init(|| Arc::new(SecretRegistry::new()))
+    }
+
+    /// The salt of this registry's fingerprints.
+    pub fn salt(&self) -> [u8; 16] {
+        self.salt
+    }
+
+    /// Remembers `value` as a secret. Returns false (and remembers nothing) when it is shorter
+    /// than [`MIN_SECRET_LEN`], is the redaction marker, or is known already.
+    pub fn remember(&self, value: &str) -> bool {
+        let value = value.trim();
+        if value.len() < MIN_SECRET_LEN || value.contains(REDACTED) {
+            return false;
+        }
+        {
+            let state = self.state.read().unwrap_or_else(PoisonError::into_inner);
+            if state.seen.contains(value) {
+                return false;
+            }
+        }
+        let mut state = self.state.write().unwrap_or_else(PoisonError::into_inner);
+        if !state.seen.insert(value.into()) {
+            return false;
+        }
+        state.values.push(value.into());
+        let fingerprint = Fingerprint::of(&self.salt, value.as_bytes());
+        state.fingerprints.push(fingerprint);
+        // Leftmost-longest, so a secret that contains another is replaced whole.
+        state.matcher = AhoCorasick::builder()
+            .match_kind(MatchKind::LeftmostLongest)
+            .build(state.values.iter().map(|v| v.as_bytes()))
+            .ok()
+            .map(Arc::new);
+        true
+    }
+
+    /// How many secrets are known.
+    pub fn len(&self) -> usize {
+        self.state
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values
+            .len()
+    }
+
+    /// True when none is.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// `text` with every known secret replaced by `[REDACTED]`; borrowed when there is none.
+    pub fn replace_known<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        let matcher = self
+            .state
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .matcher
+            .clone();
+        match matcher {
+            Some(m) if m.is_match(text) => {
+                let mut out = String::with_capacity(text.len());
+                m.replace_all_with(text, &mut out, |_, _, dst| {
+                    dst.push_str(REDACTED);
+                    true
+                });
+                Cow::Owned(out)
+            }
+            _ => Cow::Borrowed(text),
+        }
+    }
+
+    /// Fingerprints from position `from` on (in the order secrets were remembered), and the
+    /// position after the last one: an archive writer stores each once.
+    pub fn fingerprints_from(&self, from: usize) -> (Vec<Fingerprint>, usize) {
+        let state = self.state.read().unwrap_or_else(PoisonError::into_inner);
+        let all = &state.fingerprints;
+        (
+            all.get(from..).map(<[Fingerprint]>::to_vec).unwrap_or_default(),
+            all.len(),
+        )
+    }
+}
+
+/// Where a leak was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Leak {
+    /// Byte offset in the scanned bytes.
+    pub offset: usize,
+    /// Length of the secret.
+    pub len: usize,
+}
+
+/// A salt and the salted SHA-256 a window must hash to.
+type Candidate = (Arc<[u8]>, [u8; 32]);
+
+/// Searches bytes for secrets known by fingerprint (or in clear, from a secrets file).
+///
+/// For each distinct secret length it rolls a hash over every window of that length and
+/// confirms candidates with the salted SHA-256, so a scan costs a few operations per byte per
+/// distinct length however many secrets there are.
+///
+/// ```
+/// use kit_core::redact::{Fingerprint, LeakScanner};
+///
+/// let salt = b"salt";
+/// let mut scanner = LeakScanner::new();
+/// scanner.add_fingerprint(salt, Fingerprint::of(salt, b"tok-3f9a1c77e2"));
+/// assert_eq!(scanner.find(b"{\"echo\":\"tok-3f9a1c77e2\"}").map(|l| l.offset), Some(9));
+/// assert!(scanner.find(b"nothing to see").is_none());
+/// ```
+#[derive(Debug, Default, Clone)]
+pub struct LeakScanner {
+    /// Length → rolling hash → candidates.
+    by_len: HashMap<usize, HashMap<u32, Vec<Candidate>>>,
+}
+
+impl LeakScanner {
+    /// A scanner that knows no secret.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a fingerprint made under `salt`.
+    pub fn add_fingerprint(&mut self, salt: &[u8], fingerprint: Fingerprint) {
+        self.by_len
+            .entry(fingerprint.len as usize)
+            .or_default()
+            .entry(fingerprint.rolling)
+            .or_default()
+            .push((Arc::from(salt), fingerprint.sha256));
+    }
+
+    /// Adds every fingerprint of a set; fails when its salt is not hex.
+    pub fn add_set(&mut self, set: &FingerprintSet) -> Result<(), String> {
+        let salt = unhex(&set.salt).ok_or_else(|| format!("the salt {:?} is not hex", set.salt))?;
+        for f in &set.fingerprints {
+            self.add_fingerprint(&salt, *f);
+        }
+        Ok(())
+    }
+
+    /// Adds a secret given in clear (from a secrets file).
+    pub fn add_secret(&mut self, secret: &[u8]) {
+        if !secret.is_empty() {
+            self.add_fingerprint(b"", Fingerprint::of(b"", secret));
+        }
+    }
+
+    /// How many fingerprints it knows.
+    pub fn len(&self) -> usize {
+        self.by_len.values().flat_map(HashMap::values).map(Vec::len).sum()
+    }
+
+    /// True when it knows none.
+    pub fn is_empty(&self) -> bool {
+        self.by_len.is_empty()
+    }
+
+    /// The first leak in `bytes`, by offset.
+    pub fn find(&self, bytes: &[u8]) -> Option<Leak> {
+        let mut first: Option<Leak> = None;
+        for (&len, table) in &self.by_len {
+            if len == 0 || len > bytes.len() {
+                continue;
+            }
+            let high = (0..len - 1).fold(1u32, |p, _| p.wrapping_mul(ROLLING_BASE));
+            let mut h = rolling_hash(&bytes[..len]);
+            let mut start = 0;
+            loop {
+                if first.is_some_and(|f| f.offset <= start) {
+                    break;
+                }
+                if let Some(candidates) = table.get(&h) {
+                    let window = &bytes[start..start + len];
+                    if candidates
+                        .iter()
+                        .any(|(salt, sha)| salted_sha256(salt, window) == *sha)
+                    {
+                        first = Some(Leak { offset: start, len });
+                        break;
+                    }
+                }
+                if start + len >= bytes.len() {
+                    break;
+                }
+                h = h
+                    .wrapping_sub(u32::from(bytes[start]).wrapping_mul(high))
+                    .wrapping_mul(ROLLING_BASE)
+                    .wrapping_add(u32::from(bytes[start + len]));
+                start += 1;
+            }
+        }
+        first
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_values_and_the_marker_are_not_remembered() {
+        let r = SecretRegistry::new();
+        assert!(!r.remember("1234567"));
+        assert!(!r.remember("[REDACTED]"));
+        assert!(r.remember("12345678"));
+        assert!(!r.remember("12345678"), "known already");
+        assert_eq!(r.len(), 1);
+    }
+
+    #[test]
+    fn known_secrets_are_replaced_wherever_they_appear_longest_first() {
+        let r = SecretRegistry::new();
+        r.remember("abcdefgh");
+        r.remember("abcdefgh-longer");
+        assert_eq!(
+            r.replace_known("x abcdefgh-longer y abcdefgh z"),
+            "x [REDACTED] y [REDACTED] z"
+        );
+        assert!(matches!(r.replace_known("clean"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn the_scanner_finds_every_fingerprinted_secret_and_nothing_else() {
+        let r = SecretRegistry::new();
+        let secrets: Vec<String> = (0..100)
+            .map(|i| format!("secret-{i:03}-{}", "x".repeat(i % 7)))
+            .collect();
+        for s in &secrets {
+            assert!(r.remember(s));
+        }
+        let mut scanner = LeakScanner::new();
+        for f in r.fingerprints_from(0).0 {
+            scanner.add_fingerprint(&r.salt(), f);
+        }
+        let haystack = "lorem ipsum ".repeat(1000);
+        assert!(scanner.find(haystack.as_bytes()).is_none());
+        for s in &secrets {
+            let planted = format!("{haystack}{s}{haystack}");
+            let leak = scanner.find(planted.as_bytes()).unwrap();
+            assert_eq!(&planted[leak.offset..leak.offset + leak.len], s.as_str());
+        }
+    }
+
+    #[test]
+    fn fingerprint_sets_round_trip_through_json() {
+        let set = FingerprintSet {
+            salt: hex(b"0123456789abcdef"),
+            fingerprints: vec![Fingerprint::of(b"0123456789abcdef", b"hunter2-hunter2")],
+        };
+        let json = serde_json::to_string(&set).unwrap();
+        assert!(!json.contains("hunter2"));
+        assert_eq!(serde_json::from_str::<FingerprintSet>(&json).unwrap(), set);
+    }
+}

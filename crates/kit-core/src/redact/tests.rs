@@ -1,0 +1,327 @@
+//! One test per rule of the spec's "Redaction" list, on real bodies.
+
+use std::sync::Arc;
+
+use super::*;
+
+fn sanitizer() -> Sanitizer {
+    Sanitizer::new(
+        &KitHttpAttachmentOptions::default(),
+        Arc::new(SecretRegistry::new()),
+    )
+}
+
+fn without_redaction() -> Sanitizer {
+    let mut options = KitHttpAttachmentOptions::default();
+    options.redact_sensitive_data = false;
+    Sanitizer::new(&options, Arc::new(SecretRegistry::new()))
+}
+
+#[test]
+fn rule_1_sensitive_headers_are_redacted_case_insensitively_and_repeats_joined() {
+    let s = sanitizer();
+    let headers: Vec<(&str, &[u8])> = vec![
+        ("Set-Cookie", b"session=abc123456789; Path=/; HttpOnly"),
+        ("content-type", b"application/json"),
+        ("set-cookie", b"theme=dark-mode-on; Path=/"),
+        ("AUTHORIZATION", b"Bearer eyJhbGciOi.secret.token"),
+        ("Accept", b"text/html"),
+        ("accept", b"application/json"),
+    ];
+    let shown = s.headers(headers);
+    assert_eq!(
+        shown,
+        vec![
+            ("Set-Cookie".to_owned(), "[REDACTED]".to_owned()),
+            ("content-type".to_owned(), "application/json".to_owned()),
+            ("AUTHORIZATION".to_owned(), "[REDACTED]".to_owned()),
+            ("Accept".to_owned(), "text/html, application/json".to_owned()),
+        ]
+    );
+    // The cookie values and the bearer token are now known secrets.
+    assert_eq!(
+        s.text("abc123456789 / dark-mode-on / eyJhbGciOi.secret.token"),
+        "[REDACTED] / [REDACTED] / [REDACTED]"
+    );
+}
+
+#[test]
+fn rule_2_and_3_query_values_are_redacted_and_user_info_removed() {
+    let s = sanitizer();
+    assert_eq!(
+        s.url("https://user:pass@host.example/path?token=abc&page=2&API_KEY=k1#frag"),
+        "https://host.example/path?token=[REDACTED]&page=2&API_KEY=[REDACTED]#frag"
+    );
+    assert_eq!(
+        s.url("/relative?access_token=zz&x=1"),
+        "/relative?access_token=[REDACTED]&x=1"
+    );
+    assert_eq!(
+        s.url("http://h/p?%74oken=encoded-name"),
+        "http://h/p?%74oken=[REDACTED]"
+    );
+    assert_eq!(s.url("http://[::1]:8080/"), "http://[::1]:8080/");
+}
+
+#[test]
+fn rule_3_user_info_is_removed_even_with_redaction_off_and_values_pass() {
+    let s = without_redaction();
+    assert_eq!(
+        s.url("https://user:pass@host/?token=abc"),
+        "https://host/?token=abc"
+    );
+    assert_eq!(
+        s.body(Some("application/json"), br#"{"password":"p"}"#),
+        r#"{"password":"p"}"#
+    );
+    assert_eq!(s.header("Authorization", &["Bearer x"]), "Bearer x");
+    assert_eq!(
+        s.text(r#"{"password":"hunter2hunter2"}"#),
+        r#"{"password":"hunter2hunter2"}"#
+    );
+}
+
+#[test]
+fn rule_4_json_properties_at_any_depth_with_duplicate_keys_keep_the_document() {
+    let s = sanitizer();
+    let body = r#"{ "a": { "b": { "c": { "d": { "password": "p1-secret", "Password": 42, "keep": "x" },
+        "token": {"nested": ["t1", "t2"]} } } },
+      "password": "dup-one-1", "password": "dup-two-2", "list": [ {"secret": null}, {"api_key": true} ],
+      "n": 1.50e+10, "esc\u0061pe": "kept", "pass\u0077ord": "escaped-key" }"#;
+    let out = s.body(Some("application/json; charset=utf-8"), body.as_bytes());
+    assert_eq!(
+        out,
+        r#"{ "a": { "b": { "c": { "d": { "password": "[REDACTED]", "Password": "[REDACTED]", "keep": "x" },
+        "token": "[REDACTED]" } } },
+      "password": "[REDACTED]", "password": "[REDACTED]", "list": [ {"secret": "[REDACTED]"}, {"api_key": "[REDACTED]"} ],
+      "n": 1.50e+10, "esc\u0061pe": "kept", "pass\u0077ord": "[REDACTED]" }"#
+    );
+    // Both duplicates were remembered and are redacted by value elsewhere.
+    assert_eq!(
+        s.text("dup-one-1 dup-two-2 escaped-key"),
+        "[REDACTED] [REDACTED] [REDACTED]"
+    );
+}
+
+#[test]
+fn rule_5_a_form_body_is_redacted_by_field_name() {
+    let s = sanitizer();
+    let out = s.body(
+        Some("application/x-www-form-urlencoded"),
+        b"user=ada&password=correct+horse&Client_Secret=cs%3D1&x=1",
+    );
+    assert_eq!(out, "user=ada&password=[REDACTED]&Client_Secret=[REDACTED]&x=1");
+    assert_eq!(s.text("correct horse battery"), "[REDACTED] battery");
+}
+
+#[test]
+fn rule_5_a_multipart_body_is_redacted_by_part_name() {
+    let s = sanitizer();
+    let body = "--XyZ\r\nContent-Disposition: form-data; name=\"user\"\r\n\r\nada\r\n\
+                --XyZ\r\nContent-Disposition: form-data; name=\"password\"\r\n\r\nmultipart-secret\r\n\
+                --XyZ\r\nContent-Disposition: form-data; name=\"meta\"\r\nContent-Type: application/json\r\n\r\n{\"token\":\"json-in-part\"}\r\n\
+                --XyZ--\r\n";
+    let out = s.body(Some("multipart/form-data; boundary=XyZ"), body.as_bytes());
+    assert_eq!(
+        out,
+        "--XyZ\r\nContent-Disposition: form-data; name=\"user\"\r\n\r\nada\r\n\
+         --XyZ\r\nContent-Disposition: form-data; name=\"password\"\r\n\r\n[REDACTED]\r\n\
+         --XyZ\r\nContent-Disposition: form-data; name=\"meta\"\r\nContent-Type: application/json\r\n\r\n{\"token\":\"[REDACTED]\"}\r\n\
+         --XyZ--\r\n"
+    );
+    // Without a declared boundary, the first line gives it.
+    assert!(
+        s.body(None, body.as_bytes())
+            .contains("name=\"password\"\r\n\r\n[REDACTED]\r\n")
+    );
+}
+
+#[test]
+fn rule_5_an_xml_document_is_redacted_by_element_and_attribute() {
+    let s = sanitizer();
+    let body = r#"<?xml version="1.0"?>
+<login user="ada" token='attr-secret-1'>
+  <!-- <password>in a comment</password> -->
+  <ns:password>element-secret</ns:password>
+  <secret><![CDATA[cdata-secret-1]]></secret>
+  <apiKey/>
+  <name>Ada</name>
+</login>"#;
+    let out = s.body(Some("application/xml"), body.as_bytes());
+    assert_eq!(
+        out,
+        r#"<?xml version="1.0"?>
+<login user="ada" token='[REDACTED]'>
+  <!-- <password>in a comment</password> -->
+  <ns:password>[REDACTED]</ns:password>
+  <secret><![CDATA[[REDACTED]]]></secret>
+  <apiKey/>
+  <name>Ada</name>
+</login>"#
+    );
+}
+
+#[test]
+fn rule_6_malformed_json_redacts_quoted_strings_only() {
+    let s = sanitizer();
+    let body = r#"{"password": "fallback-secret", "token": 12345678901, "secret": true, "user": "ada", "refresh_token": "cut-off-secr"#;
+    let out = s.body(Some("application/json"), body.as_bytes());
+    assert_eq!(
+        out,
+        r#"{"password": "[REDACTED]", "token": 12345678901, "secret": true, "user": "ada", "refresh_token": "[REDACTED]"#
+    );
+}
+
+#[test]
+fn rule_7_bodies_are_cut_with_the_exact_marker() {
+    let mut options = KitHttpAttachmentOptions::default();
+    options.max_diagnostic_body_length = 10;
+    let s = Sanitizer::new(&options, Arc::new(SecretRegistry::new()));
+    assert_eq!(
+        s.body(Some("text/plain"), "0123456789abcdef".as_bytes()),
+        "0123456789... [6 characters truncated]"
+    );
+    // Characters, not bytes.
+    assert_eq!(
+        s.body(Some("text/plain"), "ééééééééééé".as_bytes()),
+        "éééééééééé... [1 characters truncated]"
+    );
+    assert_eq!(s.body(Some("text/plain"), b"short"), "short");
+    assert_eq!(truncate("abc".into(), 0), "... [3 characters truncated]");
+}
+
+#[test]
+fn rule_9_header_values_pass_the_rules_before_a_message() {
+    let s = sanitizer();
+    assert_eq!(s.header("x-api-key", &["k-1234567890"]), "[REDACTED]");
+    assert_eq!(s.header("X-Request-Id", &["req-1"]), "req-1");
+    assert_eq!(
+        s.header("x-echo", &["k-1234567890"]),
+        "[REDACTED]",
+        "a known secret, by value"
+    );
+}
+
+#[test]
+fn bodies_without_a_content_type_are_recognised() {
+    let s = sanitizer();
+    assert_eq!(
+        s.body(None, br#"  {"token":"sniffed-json"}"#),
+        r#"  {"token":"[REDACTED]"}"#
+    );
+    assert_eq!(
+        s.body(None, b"<a password=\"x\"/>"),
+        "<a password=\"[REDACTED]\"/>"
+    );
+    assert_eq!(s.body(None, b"a=1&secret=s"), "a=1&secret=[REDACTED]");
+    assert_eq!(
+        s.body(None, b"plain words, nothing to hide"),
+        "plain words, nothing to hide"
+    );
+}
+
+#[test]
+fn hostile_bodies_do_not_break_it() {
+    let s = sanitizer();
+    // 10 000 levels deep: no stack overflow, and the secret at the bottom is found.
+    let deep = format!(
+        "{}{{\"password\":\"deep-secret\"}}{}",
+        "[".repeat(10_000),
+        "]".repeat(10_000)
+    );
+    let out = s.body(Some("application/json"), deep.as_bytes());
+    assert!(out.contains("\"password\":\"[REDACTED]\"") && !out.contains("deep-secret"));
+    // Invalid UTF-8 is replaced, not rejected.
+    assert_eq!(
+        s.body(Some("application/json"), b"{\"a\":\"\xff\"}"),
+        "{\"a\":\"\u{FFFD}\"}"
+    );
+    for junk in [
+        "{",
+        "[",
+        "\"",
+        "{\"password\":",
+        "{\"password\":\"",
+        "<",
+        "<a b=",
+        "<a b='",
+        "--",
+        "%",
+        "a=%",
+    ] {
+        let _ = s.body(None, junk.as_bytes());
+        let _ = s.body(Some("multipart/form-data; boundary=b"), junk.as_bytes());
+        let _ = s.url(junk);
+    }
+}
+
+#[test]
+fn property_names_are_configurable() {
+    let mut options = KitHttpAttachmentOptions::default();
+    options.sensitive_json_properties.push("ssn".into());
+    options.sensitive_headers.push("X-Session".into());
+    options.sensitive_query_parameters.push("sig".into());
+    let s = Sanitizer::new(&options, Arc::new(SecretRegistry::new()));
+    assert_eq!(
+        s.body(None, br#"{"SSN":"123-45-6789"}"#),
+        r#"{"SSN":"[REDACTED]"}"#
+    );
+    assert_eq!(s.header("x-session", &["s"]), "[REDACTED]");
+    assert_eq!(s.url("/x?sig=abc"), "/x?sig=[REDACTED]");
+}
+
+mod properties {
+    use super::*;
+    use crate::options::DEFAULT_SENSITIVE_JSON_PROPERTIES;
+    use proptest::prelude::*;
+
+    const TYPES: [Option<&str>; 7] = [
+        None,
+        Some("application/json"),
+        Some("application/xml"),
+        Some("application/x-www-form-urlencoded"),
+        Some("multipart/form-data; boundary=b"),
+        Some("text/plain"),
+        Some("application/octet-stream"),
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn any_bytes_of_any_type_give_output_within_the_cap(
+            body in proptest::collection::vec(any::<u8>(), 0..512),
+            structured in "[\\[\\]{}<>\"'=&:,/ a-z0-9\\\\-]{0,300}",
+            kind in 0..TYPES.len(),
+            cap in 0usize..200,
+        ) {
+            let mut options = KitHttpAttachmentOptions::default();
+            options.max_diagnostic_body_length = cap;
+            let s = Sanitizer::new(&options, Arc::new(SecretRegistry::new()));
+            for input in [&body[..], structured.as_bytes()] {
+                let out = s.body(TYPES[kind], input);
+                let marker_max = "... [18446744073709551615 characters truncated]".len();
+                prop_assert!(out.chars().count() <= cap + marker_max);
+                let _ = s.url(&String::from_utf8_lossy(input));
+                let _ = s.text(&String::from_utf8_lossy(input));
+            }
+        }
+
+        #[test]
+        fn a_secret_under_a_sensitive_name_never_survives(
+            secret in "[a-zA-Z0-9]{8,24}",
+            name in prop::sample::select(DEFAULT_SENSITIVE_JSON_PROPERTIES.to_vec()),
+            depth in 0usize..20,
+        ) {
+            let s = sanitizer();
+            let json = format!("{}{{\"{name}\":\"{secret}\"}}{}", "[".repeat(depth), "]".repeat(depth));
+            prop_assert!(!s.body(Some("application/json"), json.as_bytes()).contains(&secret));
+            let form = format!("a=1&{name}={secret}");
+            prop_assert!(!s.body(Some("application/x-www-form-urlencoded"), form.as_bytes()).contains(&secret));
+            let xml = format!("<r><{name}>{secret}</{name}></r>");
+            prop_assert!(!s.body(Some("text/xml"), xml.as_bytes()).contains(&secret));
+            let echoed = s.text(&format!("echo {secret}"));
+            prop_assert!(!echoed.contains(&secret));
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! URLs: user-info always removed, sensitive query values redacted.
+
+use super::{REDACTED, Rules};
+
+/// Percent-decodes `text` (`+` as a space when `plus_is_space`), lossy for invalid UTF-8.
+pub(crate) fn percent_decode(text: &str, plus_is_space: bool) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            // Two hex digits must follow.
+            b'%' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok();
+                match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                    Some(b) => {
+                        out.push(b);
+                        i += 3;
+                    }
+                    None => {
+                        out.push(b'%');
+                        i += 1;
+                    }
+                }
+            }
+            b'+' if plus_is_space => {
+                out.push(b' ');
+                i += 1;
+            }
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Redacts the values of sensitive `name=value` pairs of a query or form body, keeping names
+/// and every other pair as written. `sensitive` judges a decoded name.
+pub(crate) fn redact_pairs(
+    text: &str,
+    separator: char,
+    sensitive: &dyn Fn(&str) -> bool,
+    found: &mut dyn FnMut(&str),
+) -> String {
+    let mut out = String::with_capacity(text.len());
+    for (i, pair) in text.split(separator).enumerate() {
+        if i > 0 {
+            out.push(separator);
+        }
+        match pair.split_once('=') {
+            Some((name, value)) if sensitive(&percent_decode(name, true)) => {
+                found(&percent_decode(value, true));
+                out.push_str(name);
+                out.push('=');
+                out.push_str(REDACTED);
+            }
+            _ => out.push_str(pair),
+        }
+    }
+    out
+}
+
+/// A URL (absolute or relative) without user-info, and with sensitive query values redacted
+/// when `redact` is on.
+pub(crate) fn sanitize_url(url: &str, rules: &Rules, redact: bool, found: &mut dyn FnMut(&str)) -> String {
+    let (before_fragment, fragment) = match url.split_once('#') {
+        Some((a, f)) => (a, Some(f)),
+        None => (url, None),
+    };
+    let (base, query) = match before_fragment.split_once('?') {
+        Some((b, q)) => (b, Some(q)),
+        None => (before_fragment, None),
+    };
+    let mut out = String::with_capacity(url.len());
+    // User-info sits between "://" and the first '/' after it, up to its last '@'.
+    match base.find("://") {
+        Some(scheme_end) => {
+            let authority_start = scheme_end + 3;
+            let authority_end = base[authority_start..]
+                .find('/')
+                .map_or(base.len(), |i| authority_start + i);
+            let authority = &base[authority_start..authority_end];
+            out.push_str(&base[..authority_start]);
+            match authority.rfind('@') {
+                Some(at) => {
+                    let userinfo = &authority[..at];
+                    // The password, if any, is a secret wherever else it appears.
+                    if let Some((_, password)) = userinfo.split_once(':') {
+                        found(&percent_decode(password, false));
+                    }
+                    out.push_str(&authority[at + 1..]);
+                }
+                None => out.push_str(authority),
+            }
+            out.push_str(&base[authority_end..]);
+        }
+        None => out.push_str(base),
+    }
+    if let Some(query) = query {
+        out.push('?');
+        if redact {
+            out.push_str(&redact_pairs(
+                query,
+                '&',
+                &|name| rules.is_sensitive_query_parameter(name),
+                found,
+            ));
+        } else {
+            out.push_str(query);
+        }
+    }
+    if let Some(fragment) = fragment {
+        out.push('#');
+        out.push_str(fragment);
+    }
+    out
+}

@@ -1,0 +1,366 @@
+//! Attachments and REST's options, through real requests and the real archive writer.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::http::header::SET_COOKIE;
+use axum::routing::{get, post};
+use kit_core::*;
+use kit_rest::*;
+use kit_trace::{ArchiveReader, ArchiveWriter, RunManifest, TestRecord};
+
+mod common;
+use common::serve;
+
+fn api() -> Router {
+    Router::new()
+        .route(
+            "/login",
+            post(|body: String| async move {
+                (
+                    [
+                        (SET_COOKIE, "session=sess-0123456789; Path=/; HttpOnly"),
+                        (SET_COOKIE, "theme=dark"),
+                    ],
+                    format!(r#"{{"token":"tok-abcdefghij","user":"ada","echo":{body:?}}}"#),
+                )
+            }),
+        )
+        .route("/items", get(|| async { r#"[{"id":1},{"id":2}]"# }))
+}
+
+struct Run {
+    run: KitRun,
+    archive: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+/// A run whose host is made by `configure`, with the archive writer on its bus.
+fn run_with(config: Configuration, configure: impl FnOnce(&mut KitBuilder)) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    let mut builder = KitBuilder::new(config);
+    configure(&mut builder);
+    let built = builder.build().unwrap();
+    let secrets = Arc::new(SecretRegistry::new());
+    let run_id = RunId::new("attachments").unwrap();
+    let writer = ArchiveWriter::create(dir.path(), RunManifest::new(run_id.clone(), "test"))
+        .unwrap()
+        .with_secrets(Arc::clone(&secrets));
+    let archive = writer.path().to_owned();
+    let bus = Bus::builder()
+        .collector(writer)
+        .collectors(built.collectors)
+        .start();
+    Run {
+        run: KitRun::with_secrets(built.host, bus, run_id, secrets),
+        archive,
+        _dir: dir,
+    }
+}
+
+fn tests_of(run: &Run) -> Vec<TestRecord> {
+    ArchiveReader::open(&run.archive)
+        .unwrap()
+        .tests()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+fn attachments(record: &TestRecord) -> Vec<(String, String, Option<String>)> {
+    record
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Attachment(a) => Some((a.name.clone(), a.media_type.clone(), a.description.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn blob_text(run: &Run, record: &TestRecord, name: &str) -> String {
+    let sha = record
+        .events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::Attachment(a) if a.name == name => match &a.content {
+                AttachmentContent::Blob { sha256, .. } => Some(sha256.clone()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no attachment {name}"));
+    String::from_utf8(ArchiveReader::open(&run.archive).unwrap().blob(&sha).unwrap()).unwrap()
+}
+
+async fn two_requests(run: &Run, name: &str) {
+    let ctx = run
+        .run
+        .begin_test(TestStarted::new(name).with_application(Some("api".into())));
+    ctx.rest()
+        .body(&serde_json::json!({ "user": "ada", "password": "pw-0123456789" }))
+        .post("/login")
+        .await;
+    ctx.rest().get("/items").await;
+    ctx.finish(TestOutcome::Passed).unwrap();
+}
+
+#[tokio::test]
+async fn without_capture_attachments_nothing_is_attached_but_requests_are_traced() {
+    let base = serve(api());
+    let run = run_with(Configuration::new(), |kit| {
+        kit.add_application("api", |app| {
+            app.add_rest(|rest| {
+                rest.add_client().base_url(&base);
+            });
+        });
+    });
+    two_requests(&run, "quiet").await;
+    let tests = tests_of(&run);
+    assert!(attachments(&tests[0]).is_empty());
+    let requests = tests[0]
+        .events
+        .iter()
+        .filter(|e| matches!(&e.kind, EventKind::OperationStarted(op) if op.name == semconv::OP_HTTP_REQUEST))
+        .count();
+    assert_eq!(requests, 2);
+}
+
+#[tokio::test]
+async fn attachments_are_numbered_per_test_redacted_and_described() {
+    let base = serve(api());
+    let run = run_with(Configuration::new(), |kit| {
+        kit.add_application("api", |app| {
+            app.add_rest(|rest| {
+                rest.capture_attachments(|_| {});
+                rest.add_client().base_url(&base);
+            });
+        });
+    });
+    // Two tests at once: each numbers its own requests from 1.
+    tokio::join!(two_requests(&run, "first"), two_requests(&run, "second"));
+    for record in tests_of(&run) {
+        assert_eq!(
+            attachments(&record),
+            vec![
+                (
+                    "rest-01-request".into(),
+                    "application/json; charset=utf-8".into(),
+                    Some("POST /login".into())
+                ),
+                (
+                    "rest-01-response".into(),
+                    "text/plain; charset=utf-8".into(),
+                    Some("200 OK".into())
+                ),
+                (
+                    "rest-02-response".into(),
+                    "text/plain; charset=utf-8".into(),
+                    Some("200 OK".into())
+                ),
+            ],
+            "{}",
+            record.name
+        );
+        assert_eq!(
+            blob_text(&run, &record, "rest-01-request"),
+            r#"{"password":"[REDACTED]","user":"ada"}"#
+        );
+        let response = blob_text(&run, &record, "rest-01-response");
+        assert!(
+            response.starts_with(r#"{"token":"[REDACTED]","user":"ada","echo":"#),
+            "{response}"
+        );
+        assert!(
+            !response.contains("pw-0123456789"),
+            "the echoed password is redacted by value: {response}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn events_carry_sanitized_headers_and_bodies() {
+    let base = serve(api());
+    let run = run_with(Configuration::new(), |kit| {
+        kit.add_application("api", |app| {
+            app.add_rest(|rest| {
+                rest.add_client().base_url(&base);
+            });
+        });
+    });
+    let ctx = run
+        .run
+        .begin_test(TestStarted::new("t").with_application(Some("api".into())));
+    ctx.rest()
+        .header("Authorization", "Bearer bearer-0123456789")
+        .query("token", "query-0123456789")
+        .form(&[("password", "form-0123456789"), ("user", "ada")])
+        .post("/login")
+        .await;
+    ctx.finish(TestOutcome::Passed).unwrap();
+    let record = &tests_of(&run)[0];
+    let attrs = |name: &str| {
+        record
+            .events
+            .iter()
+            .find_map(|e| match &e.kind {
+                EventKind::OperationStarted(op) if op.name == name => Some(op.attributes.clone()),
+                EventKind::Observation(o) if o.name == name => Some(o.attributes.clone()),
+                _ => None,
+            })
+            .unwrap()
+    };
+    let request = attrs(semconv::OP_HTTP_REQUEST);
+    assert_eq!(
+        request.get_str("http.request.header.authorization"),
+        Some("[REDACTED]")
+    );
+    assert!(
+        request
+            .get_str(semconv::URL_FULL)
+            .unwrap()
+            .ends_with("/login?token=[REDACTED]")
+    );
+    assert_eq!(
+        request.get_str(semconv::KIT_REQUEST_BODY),
+        Some("password=[REDACTED]&user=ada")
+    );
+    let response = attrs(semconv::OBS_HTTP_RESPONSE);
+    assert_eq!(
+        response.get_str("http.response.header.set-cookie"),
+        Some("[REDACTED]")
+    );
+    let body = response.get_str(semconv::KIT_RESPONSE_BODY).unwrap();
+    assert!(
+        body.starts_with(r#"{"token":"[REDACTED]""#) && !body.contains("form-0123456789"),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn capture_switches_and_configuration_decide_what_is_attached() {
+    let base = serve(api());
+    let mut config = Configuration::new();
+    // Configuration wins over the callback that turned responses off.
+    config.set("Kit:Rest:Attachments:CaptureResponses", "true");
+    let run = run_with(config, |kit| {
+        kit.add_rest(|rest| {
+            rest.capture_attachments(|o| o.capture_responses = false);
+        });
+        kit.add_application("api", |app| {
+            app.add_rest(|rest| {
+                // A later callback on an application still applies after the host's.
+                rest.capture_attachments(|o| o.capture_request_bodies = false);
+                rest.add_client().base_url(&base);
+            });
+        });
+    });
+    two_requests(&run, "switched").await;
+    let names: Vec<String> = attachments(&tests_of(&run)[0]).into_iter().map(|a| a.0).collect();
+    assert_eq!(names, ["rest-01-response", "rest-02-response"]);
+}
+
+#[tokio::test]
+async fn response_options_are_first_wins_and_bind_from_kit_rest_responses() {
+    let base = serve(api());
+    let run = run_with(Configuration::new(), |kit| {
+        kit.add_application("api", |app| {
+            app.add_rest(|rest| {
+                rest.configure_responses(|o| o.max_response_body_bytes = 10);
+                rest.configure_responses(|o| o.max_response_body_bytes = 1_000_000);
+                rest.add_client().base_url(&base);
+            });
+        });
+    });
+    let ctx = run
+        .run
+        .begin_test(TestStarted::new("t").with_application(Some("api".into())));
+    let err = ctx.rest().get("/items").try_send().await.unwrap_err();
+    assert!(
+        err.to_string().contains("MaxResponseBodyBytes (10 bytes)"),
+        "{err}"
+    );
+
+    let mut config = Configuration::new();
+    config.set("Kit:Rest:Responses:MaxResponseBodyBytes", "5");
+    let run = run_with(config, |kit| {
+        kit.add_application("api", |app| {
+            app.add_rest(|rest| {
+                rest.configure_responses(|o| o.max_response_body_bytes = 1_000_000);
+                rest.add_client().base_url(&base);
+            });
+        });
+    });
+    let ctx = run
+        .run
+        .begin_test(TestStarted::new("t").with_application(Some("api".into())));
+    let err = ctx.rest().get("/items").try_send().await.unwrap_err();
+    assert!(
+        err.to_string().contains("MaxResponseBodyBytes (5 bytes)"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn a_misconfigured_option_fails_requests_naming_the_key() {
+    let base = serve(api());
+    let mut config = Configuration::new();
+    config.set("Kit:Rest:Attachments:CaptureResponses", "sometimes");
+    let run = run_with(config, |kit| {
+        kit.add_application("api", |app| {
+            app.add_rest(|rest| {
+                rest.add_client().base_url(&base);
+            });
+        });
+    });
+    let ctx = run
+        .run
+        .begin_test(TestStarted::new("t").with_application(Some("api".into())));
+    let err = ctx.rest().get("/items").try_send().await.unwrap_err().to_string();
+    assert!(
+        err.contains("Kit:Rest:Attachments:CaptureResponses") && err.contains("sometimes"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn with_redaction_off_values_pass_but_user_info_is_removed() {
+    let base = serve(api());
+    let run = run_with(Configuration::new(), |kit| {
+        kit.add_application("api", |app| {
+            app.add_rest(|rest| {
+                rest.capture_attachments(|o| o.redact_sensitive_data = false);
+                rest.add_client()
+                    .base_url(&base.replace("http://", "http://user:pw-0123456789@"));
+            });
+        });
+    });
+    let ctx = run
+        .run
+        .begin_test(TestStarted::new("t").with_application(Some("api".into())));
+    ctx.rest()
+        .query("token", "visible-token")
+        .body(&serde_json::json!({ "password": "visible" }))
+        .post("/login")
+        .await;
+    ctx.finish(TestOutcome::Passed).unwrap();
+    let record = &tests_of(&run)[0];
+    let request = record
+        .events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::OperationStarted(op) => Some(op.attributes.clone()),
+            _ => None,
+        })
+        .unwrap();
+    let url = request.get_str(semconv::URL_FULL).unwrap();
+    assert!(
+        url.contains("token=visible-token") && !url.contains("pw-0123456789") && !url.contains("user@"),
+        "{url}"
+    );
+    assert_eq!(
+        blob_text(&run, record, "rest-01-request"),
+        r#"{"password":"visible"}"#
+    );
+}
