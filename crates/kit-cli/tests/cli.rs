@@ -199,3 +199,93 @@ fn unusable_inputs_exit_2_with_one_line() {
     assert_input_error(&output, "unsafe entry name \"../../x\"");
     assert!(!dir.path().parent().unwrap().join("x").exists());
 }
+
+/// An archive whose run met `secret` (remembered by a sanitizer) and recorded `body` in an
+/// attachment of test `t`.
+fn archive_with_secret(dir: &Path, secret: &str, body: &str) -> PathBuf {
+    let run_id = RunId::new("audited").unwrap();
+    let secrets = std::sync::Arc::new(SecretRegistry::new());
+    assert!(secrets.remember(secret));
+    let writer = ArchiveWriter::create(dir, RunManifest::new(run_id.clone(), "cargo-test"))
+        .unwrap()
+        .with_secrets(std::sync::Arc::clone(&secrets));
+    let path = writer.path().to_owned();
+    let run = KitRun::with_secrets(
+        KitBuilder::new(Configuration::new()).build().unwrap().host,
+        Bus::builder().collector(writer).start(),
+        run_id,
+        secrets,
+    );
+    let ctx = run.begin_test(TestStarted::new("t"));
+    ctx.attach(
+        None,
+        Attachment::new("rest-01-response", "application/json", body.as_bytes().to_vec())
+            .with_description("200 OK"),
+    );
+    ctx.finish(TestOutcome::Passed).unwrap();
+    path
+}
+
+fn audit(archive: &Path, secrets_file: Option<&Path>) -> Output {
+    let mut args: Vec<&std::ffi::OsStr> = vec!["audit".as_ref(), archive.as_os_str()];
+    if let Some(f) = secrets_file {
+        args.push("--secrets-file".as_ref());
+        args.push(f.as_os_str());
+    }
+    kit_cli(&args)
+}
+
+#[test]
+fn audit_passes_a_clean_archive_and_names_the_entry_of_a_leak() {
+    let clean_dir = tempfile::tempdir().unwrap();
+    let clean = archive_with_secret(clean_dir.path(), "tok-9f8e7d6c5b4a", r#"{"token":"[REDACTED]"}"#);
+    let output = audit(&clean, None);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(
+        stdout(&output),
+        "no known secret in 5 entries (1 secrets searched for)\n"
+    );
+
+    let leaky_dir = tempfile::tempdir().unwrap();
+    let leaky = archive_with_secret(
+        leaky_dir.path(),
+        "tok-9f8e7d6c5b4a",
+        r#"{"echo":"tok-9f8e7d6c5b4a"}"#,
+    );
+    let output = audit(&leaky, None);
+    assert_eq!(output.status.code(), Some(1));
+    let text = stdout(&output);
+    assert!(text.starts_with("secret found in entry blobs/sha256/"), "{text}");
+    assert!(!text.contains("tok-9f8e7d6c5b4a") && !stderr(&output).contains("tok-9f8e7d6c5b4a"));
+    assert_eq!(stderr(&output), "kit-cli: 1 of 5 entries hold a known secret\n");
+
+    // A secrets file adds secrets in clear; an unreadable one is unusable input.
+    let file = clean_dir.path().join("secrets.txt");
+    std::fs::write(&file, "not-in-there\r\napplication/vnd.kit.trace+zip\n").unwrap();
+    let output = audit(&clean, Some(&file));
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stdout(&output).contains("secret found in entry mimetype at byte 0"),
+        "{}",
+        stdout(&output)
+    );
+    assert_input_error(
+        &audit(&clean, Some(&clean_dir.path().join("nope.txt"))),
+        "cannot read the secrets file",
+    );
+    assert_input_error(
+        &audit(&clean_dir.path().join("missing.kittrace"), None),
+        "cannot open",
+    );
+}
+
+#[test]
+fn the_report_lists_attachments() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = archive_with_secret(dir.path(), "tok-9f8e7d6c5b4a", "{}");
+    let text = stdout(&report(&[&path]));
+    assert!(
+        text.contains("│ t    │ rest-01-response │ application/json │ 2     │ 200 OK      │"),
+        "{text}"
+    );
+}

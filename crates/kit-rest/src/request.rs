@@ -215,9 +215,18 @@ impl IntoFuture for PendingRequest {
     }
 }
 
-/// The route template with any query string removed: what traces and coverage see.
+/// The route template: what traces and coverage see. The query is dropped; an absolute URL
+/// gives its path alone (`url.full` has the rest, sanitized), so no host, user-info or token
+/// ever lands in `http.route`.
 fn route_template(route: &str) -> &str {
-    route.split_once('?').map_or(route, |(path, _)| path)
+    let without_query = route.split_once(['?', '#']).map_or(route, |(path, _)| path);
+    match without_query.find("://") {
+        Some(scheme_end) => {
+            let after = &without_query[scheme_end + 3..];
+            after.find('/').map_or("/", |i| &after[i..])
+        }
+        None => without_query,
+    }
 }
 
 /// Replaces every `{token}` (ASCII letters, digits and `_`) in `route` by its value,
@@ -599,7 +608,12 @@ mod tests {
     }
 
     #[test]
-    fn templates_drop_the_query() {
+    fn templates_drop_the_query_and_the_origin_of_an_absolute_url() {
         assert_eq!(route_template("/orders/{id}?expand=items"), "/orders/{id}");
+        assert_eq!(
+            route_template("http://u:secret@h:1/orders/{id}?token=t"),
+            "/orders/{id}"
+        );
+        assert_eq!(route_template("https://h.example"), "/");
     }
 }

@@ -143,6 +143,8 @@ where
             announce(&format!("Passed {name}"));
         }
         Ok(Some(message)) => {
+            // What is recorded and printed is redacted: the error may hold a token.
+            let message = kit_rest::sanitizer(&ctx).text(&message);
             finish(
                 &ctx,
                 &name,
@@ -154,7 +156,8 @@ where
             panic!("{message}");
         }
         Err(payload) => {
-            let message = kit_core::panic_message(&*payload);
+            // A test's own assertions may print a body or a token: what is recorded is redacted.
+            let message = kit_rest::sanitizer(&ctx).text(&kit_core::panic_message(&*payload));
             finish(&ctx, &name, TestOutcome::Failed { message });
             announce(&format!("Failed {name}"));
             resume_unwind(payload);

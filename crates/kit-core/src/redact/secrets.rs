@@ -117,6 +117,24 @@ struct State {
     values: Vec<Box<str>>,
     fingerprints: Vec<Fingerprint>,
     matcher: Option<Arc<AhoCorasick>>,
+    /// Secrets were added since `matcher` was built. Rebuilding waits for the next
+    /// replacement, so a body with thousands of new secrets builds the automaton once.
+    stale: bool,
+    /// How many times the automaton was built.
+    builds: u64,
+}
+
+impl State {
+    fn rebuild(&mut self) {
+        // Leftmost-longest, so a secret that contains another is replaced whole.
+        self.matcher = AhoCorasick::builder()
+            .match_kind(MatchKind::LeftmostLongest)
+            .build(self.values.iter().map(|v| v.as_bytes()))
+            .ok()
+            .map(Arc::new);
+        self.stale = false;
+        self.builds += 1;
+    }
 }
 
 /// The secrets a run has met: every value the sanitizer redacted (at least
@@ -181,12 +199,7 @@ impl SecretRegistry {
         state.values.push(value.into());
         let fingerprint = Fingerprint::of(&self.salt, value.as_bytes());
         state.fingerprints.push(fingerprint);
-        // Leftmost-longest, so a secret that contains another is replaced whole.
-        state.matcher = AhoCorasick::builder()
-            .match_kind(MatchKind::LeftmostLongest)
-            .build(state.values.iter().map(|v| v.as_bytes()))
-            .ok()
-            .map(Arc::new);
+        state.stale = true;
         true
     }
 
@@ -204,14 +217,28 @@ impl SecretRegistry {
         self.len() == 0
     }
 
+    /// How many times the matcher of known secrets was built (once per replacement that
+    /// follows new secrets, however many arrived).
+    pub fn matcher_builds(&self) -> u64 {
+        self.state.read().unwrap_or_else(PoisonError::into_inner).builds
+    }
+
     /// `text` with every known secret replaced by `[REDACTED]`; borrowed when there is none.
     pub fn replace_known<'t>(&self, text: &'t str) -> Cow<'t, str> {
-        let matcher = self
-            .state
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .matcher
-            .clone();
+        let fresh = {
+            let state = self.state.read().unwrap_or_else(PoisonError::into_inner);
+            (!state.stale).then(|| state.matcher.clone())
+        };
+        let matcher = match fresh {
+            Some(m) => m,
+            None => {
+                let mut state = self.state.write().unwrap_or_else(PoisonError::into_inner);
+                if state.stale {
+                    state.rebuild();
+                }
+                state.matcher.clone()
+            }
+        };
         match matcher {
             Some(m) if m.is_match(text) => {
                 let mut out = String::with_capacity(text.len());
@@ -374,6 +401,21 @@ mod tests {
             "x [REDACTED] y [REDACTED] z"
         );
         assert!(matches!(r.replace_known("clean"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn thousands_of_new_secrets_build_the_matcher_once() {
+        let r = SecretRegistry::new();
+        for i in 0..20_000 {
+            r.remember(&format!("tok-{i:08x}-abcdef"));
+        }
+        assert_eq!(r.replace_known("x tok-00004e1f-abcdef y"), "x [REDACTED] y");
+        assert_eq!(r.replace_known("tok-00000001-abcdef"), "[REDACTED]");
+        // Building per insert is quadratic: 20 000 builds over a growing set.
+        assert_eq!(r.matcher_builds(), 1);
+        r.remember("one-more-secret");
+        assert_eq!(r.replace_known("one-more-secret"), "[REDACTED]");
+        assert_eq!(r.matcher_builds(), 2);
     }
 
     #[test]

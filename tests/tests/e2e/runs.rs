@@ -1,6 +1,4 @@
-//! The kit end to end: real suites run by real test runners, archives read by `kit-cli`.
-
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! Runs of the example and fixture suites under cargo test and nextest, and a SIGKILL.
 
 use std::collections::BTreeMap;
 use std::process::Command;

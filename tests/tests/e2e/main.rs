@@ -1,0 +1,6 @@
+//! The kit end to end: real suites run by real test runners, archives read by `kit-cli`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod runs;
+mod secrets;

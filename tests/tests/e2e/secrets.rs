@@ -1,0 +1,149 @@
+//! The secrets corpus: over a hundred secrets through every carrier, then every artifact of
+//! the run searched byte by byte.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::Command;
+
+use kit_core::redact::LeakScanner;
+use kit_e2e::*;
+use kit_trace::ArchiveReader;
+
+fn kit_cli() -> Command {
+    Command::new(binary("kit-cli", "kit-cli"))
+}
+
+/// The corpus secrets found in `haystack`.
+fn leaked<'s>(secrets: &'s [String], haystack: &[u8]) -> Vec<&'s str> {
+    secrets
+        .iter()
+        .filter(|s| haystack.windows(s.len()).any(|w| w == s.as_bytes()))
+        .map(String::as_str)
+        .collect()
+}
+
+fn audit(archive: &Path, secrets_file: Option<&Path>) -> std::process::Output {
+    let mut command = kit_cli();
+    command.arg("audit").arg(archive);
+    if let Some(file) = secrets_file {
+        command.arg("--secrets-file").arg(file);
+    }
+    run(&mut command)
+}
+
+#[test]
+fn no_secret_of_the_corpus_survives_in_any_artifact_and_audit_agrees() {
+    let secrets = kit_fixture_secrets::corpus();
+    let distinct: std::collections::BTreeSet<&String> = secrets.iter().collect();
+    assert!(distinct.len() >= 100, "{} secrets", distinct.len());
+
+    let results = tempfile::tempdir().unwrap();
+    let output = run(cargo()
+        .args(["test", "-p", "kit-fixture-secrets", "--test", "corpus"])
+        .env("KIT_RESULTS_DIR", results.path()));
+    assert!(
+        !output.status.success(),
+        "three corpus tests fail on purpose:\n{}",
+        describe(&output)
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("9 passed; 3 failed"), "{}", describe(&output));
+    assert_eq!(
+        leaked(&secrets, &output.stdout),
+        Vec::<&str>::new(),
+        "in the test run's stdout"
+    );
+    assert_eq!(
+        leaked(&secrets, &output.stderr),
+        Vec::<&str>::new(),
+        "in the test run's stderr"
+    );
+
+    let archives = archives_in(results.path());
+    assert_eq!(archives.len(), 1);
+    let archive = &archives[0];
+
+    // Every byte of every entry, decompressed: attachments, events, failure messages.
+    let mut reader = ArchiveReader::open(archive).unwrap();
+    for index in 0..reader.entry_count() {
+        let (name, bytes) = reader.entry(index).unwrap();
+        assert_eq!(leaked(&secrets, &bytes), Vec::<&str>::new(), "in entry {name}");
+    }
+    let attachments = reader
+        .tests()
+        .flat_map(|t| t.unwrap().events)
+        .filter(|e| matches!(e.kind, kit_core::EventKind::Attachment(_)))
+        .count();
+    // Every request's body and response was attached (and searched above, as blobs).
+    assert!(attachments >= 60, "attachments captured: {attachments}");
+
+    // Absent because redacted, not because never sent: the run met every one of them.
+    let mut scanner = LeakScanner::new();
+    for set in reader.secret_fingerprints().unwrap() {
+        scanner.add_set(&set).unwrap();
+    }
+    let unknown: Vec<&String> = secrets
+        .iter()
+        .filter(|s| scanner.find(s.as_bytes()).is_none())
+        .collect();
+    assert!(unknown.is_empty(), "secrets the run never met: {unknown:?}");
+
+    // The failure messages are in the report, redacted.
+    let report = run(kit_cli().arg("report").arg(archive));
+    assert!(report.status.success(), "{}", describe(&report));
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(text.contains("Failed corpus::a_returned_error_holds_secrets: the test returned Err: \"rejected credentials: [REDACTED], [REDACTED]"), "{text}");
+    assert!(text.contains("Failed corpus::a_transport_failure_names_a_url_with_secrets: GET /gone - the request to http://127.0.0.1:"), "{text}");
+    assert_eq!(
+        leaked(&secrets, &report.stdout),
+        Vec::<&str>::new(),
+        "in the report"
+    );
+
+    // kit-cli audit agrees: nothing in the archive.
+    let clean = audit(archive, None);
+    assert_eq!(clean.status.code(), Some(0), "{}", describe(&clean));
+    let said = String::from_utf8_lossy(&clean.stdout);
+    let searched: usize = said
+        .split(" secrets searched")
+        .next()
+        .and_then(|s| s.rsplit('(').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!(searched >= secrets.len(), "{said}");
+
+    // Planted: one secret in an extra entry is found, and the entry named.
+    let planted = results.path().join("planted.kittrace");
+    std::fs::copy(archive, &planted).unwrap();
+    let mut zip = zip::ZipWriter::new_append(
+        std::fs::File::options()
+            .read(true)
+            .write(true)
+            .open(&planted)
+            .unwrap(),
+    )
+    .unwrap();
+    zip.start_file("planted/notes.txt", zip::write::SimpleFileOptions::default())
+        .unwrap();
+    zip.write_all(format!("copied from a log: {}\n", secrets[42]).as_bytes())
+        .unwrap();
+    zip.finish().unwrap();
+    let dirty = audit(&planted, None);
+    assert_eq!(dirty.status.code(), Some(1), "{}", describe(&dirty));
+    assert_eq!(
+        String::from_utf8_lossy(&dirty.stdout),
+        "secret found in entry planted/notes.txt at byte 19\n"
+    );
+    assert_eq!(
+        leaked(&secrets, &dirty.stdout),
+        Vec::<&str>::new(),
+        "audit never prints the secret"
+    );
+
+    // A secrets file adds secrets in clear: the redaction marker is in plenty of entries.
+    let file = results.path().join("secrets.txt");
+    std::fs::write(&file, "[REDACTED]\n").unwrap();
+    let marked = audit(archive, Some(&file));
+    assert_eq!(marked.status.code(), Some(1), "{}", describe(&marked));
+    assert!(String::from_utf8_lossy(&marked.stdout).lines().count() > 5);
+}
