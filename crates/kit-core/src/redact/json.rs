@@ -442,10 +442,11 @@ fn string_end(bytes: &[u8], open: usize) -> Option<usize> {
 fn unescape_lossy(raw: &str) -> String {
     if raw.contains("\\u") {
         // Only unescape what is well-formed; the rest is compared as written.
-        let valid = raw
-            .split("\\u")
-            .skip(1)
-            .all(|part| part.len() >= 4 && part[..4].bytes().all(|b| b.is_ascii_hexdigit()));
+        let valid = raw.split("\\u").skip(1).all(|part| {
+            part.as_bytes()
+                .get(..4)
+                .is_some_and(|hex| hex.iter().all(u8::is_ascii_hexdigit))
+        });
         if !valid {
             return raw.to_owned();
         }

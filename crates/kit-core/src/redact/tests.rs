@@ -256,6 +256,15 @@ fn hostile_bodies_do_not_break_it() {
 }
 
 #[test]
+fn fuzz_found_a_multibyte_character_after_a_unicode_escape_in_the_fallback() {
+    // cargo fuzz, crash-3df85fcb…: `\u` followed by a character of more than one byte.
+    let body = b"http:(/u\xff\xff\xff\xff\xff\xff\x08YYo\\u><![CDATA[x]]>----\x08ht\t{\"a\":{\"password\":\"\x8clanted-s\\u><!\xf4[CDATA[x]]>----";
+    let out = sanitizer().body(None, body);
+    assert!(!out.is_empty());
+    let _ = sanitizer().text(r#"{"pa\uéééé": "x", "b\u00": "y"}"#);
+}
+
+#[test]
 fn property_names_are_configurable() {
     let mut options = KitHttpAttachmentOptions::default();
     options.sensitive_json_properties.push("ssn".into());
@@ -291,7 +300,7 @@ mod properties {
         #[test]
         fn any_bytes_of_any_type_give_output_within_the_cap(
             body in proptest::collection::vec(any::<u8>(), 0..512),
-            structured in "[\\[\\]{}<>\"'=&:,/ a-z0-9\\\\-]{0,300}",
+            structured in "([\\[\\]{}<>\"'=&:,/ a-z0-9\\\\-]|é|€|\\\\u|\\\\u00|password|token|CDATA\\[){0,200}",
             kind in 0..TYPES.len(),
             cap in 0usize..200,
         ) {
@@ -305,6 +314,17 @@ mod properties {
                 let _ = s.url(&String::from_utf8_lossy(input));
                 let _ = s.text(&String::from_utf8_lossy(input));
             }
+        }
+
+        #[test]
+        fn the_text_fallback_takes_any_name_and_value(
+            name in "(\\\\u|\\\\|[^\"]){0,12}",
+            value in "(\\\\u|\\\\|[^\"]){0,12}",
+        ) {
+            // Unterminated, so never JSON: the fallback reads it.
+            let text = format!("{{\"{name}\": \"{value}\", \"password\": \"{value}\"");
+            let _ = sanitizer().body(Some("application/json"), text.as_bytes());
+            let _ = sanitizer().text(&text);
         }
 
         #[test]
