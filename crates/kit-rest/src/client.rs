@@ -1,47 +1,145 @@
 //! Client resolution: from a test and an optional name to a built, per-test client.
+//!
+//! `ctx.rest_named(name)` tries, in order (`ctx.rest()` starts at step 2):
+//!
+//! 1. the requested name: an application-qualified name (`orders:payments`) is exact;
+//!    otherwise `{bound application}:{name}`, then the name as given (a host-level client),
+//!    then the one application client of that name anywhere (several: an error naming each);
+//! 2. the client bound by `#[application("app", "Rest:client")]`;
+//! 3. the bound application's first registered client;
+//! 4. the client named `Default` (host-level, else the one application client so named).
+//!
+//! When nothing resolves, the error lists every registered client.
+//!
+//! A resolved client's base address, strongest first: its per-test resolver
+//! (`resolve_with`), its explicit `base_url`, an address a started piece of the application
+//! published, the configured `Kit:Applications:{app}:BaseUrl` (with the client's endpoint
+//! appended), the application's in-process server (rooted at the client's endpoint, else at
+//! the requested name as an endpoint).
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use kit_core::{Host, KitExecutionContext};
 use url::Url;
 
 use crate::RestError;
-use crate::registration::{ClientRegistration, DEFAULT_CLIENT, RestRegistration};
+use crate::registration::{ClientRegistration, Configure, DEFAULT_CLIENT, Resolver, RestRegistration};
 use crate::server::InProcessServer;
+
+/// Where a client's base address comes from at request time.
+#[derive(Clone)]
+pub(crate) enum BaseAddress {
+    /// Known when the client was built.
+    Fixed(Url),
+    /// Asked of the client's resolver for every request.
+    Resolved(Resolver),
+}
 
 /// A client resolved for one test: its own `reqwest::Client` (so its own cookie jar) and
 /// base address.
-#[derive(Debug)]
 pub(crate) struct ResolvedClient {
     pub(crate) client: reqwest::Client,
-    pub(crate) base: Url,
+    pub(crate) base: BaseAddress,
     /// The qualified name (`orders:Default`, or the name alone for host-level clients).
     pub(crate) target: String,
 }
 
-/// The clients one test has resolved, by qualified name. Kept in the test's extensions, so
-/// no other test ever sees them.
-#[derive(Default)]
-struct TestClients(HashMap<String, Arc<ResolvedClient>>);
-
-/// One registered client and where it was registered.
-struct Candidate<'h> {
-    application: Option<&'h str>,
-    registration: &'h ClientRegistration,
+impl std::fmt::Debug for ResolvedClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResolvedClient")
+            .field("target", &self.target)
+            .finish_non_exhaustive()
+    }
 }
 
-impl Candidate<'_> {
-    fn qualified(&self) -> String {
-        match self.application {
-            Some(app) => format!("{app}:{}", self.registration.name()),
-            None => self.registration.name().to_owned(),
+impl ResolvedClient {
+    /// The base address for a request of `ctx`.
+    pub(crate) async fn base_for(&self, ctx: &KitExecutionContext) -> Result<Url, RestError> {
+        match &self.base {
+            BaseAddress::Fixed(url) => Ok(url.clone()),
+            BaseAddress::Resolved(resolver) => {
+                let url = match resolver {
+                    Resolver::Sync(f) => f(ctx),
+                    Resolver::Async(f) => f(ctx.clone()).await,
+                };
+                if url.has_host() {
+                    Ok(url)
+                } else {
+                    Err(RestError::Client(format!(
+                        "the resolver of REST client '{}' returned {url}, which is not an absolute URL",
+                        self.target
+                    )))
+                }
+            }
         }
     }
 }
 
-/// Every client, host-level first, then each application's in registration order; of clients
-/// sharing a qualified name only the first registered counts.
+/// The `reqwest` clients one test has built, by qualified client name: one cookie jar per
+/// test per client, however the client was reached. Kept in the test's extensions, so no
+/// other test ever sees them.
+#[derive(Default)]
+struct TestClients(HashMap<String, reqwest::Client>);
+
+/// Addresses started pieces of applications published, by application (lower case).
+#[derive(Default)]
+struct PublishedAddresses(Mutex<HashMap<String, Url>>);
+
+/// Publishes the address a started piece of `application` serves at (a container, a server
+/// the suite started itself). Clients of the application that have no explicit `base_url`
+/// use it from then on, over the configured `BaseUrl`; their endpoint is appended as it would
+/// be to `BaseUrl`.
+///
+/// Fails when `url` is not an absolute URL.
+pub fn publish_address(host: &Host, application: &str, url: &str) -> Result<(), RestError> {
+    let parsed = Url::parse(url).ok().filter(Url::has_host).ok_or_else(|| {
+        RestError::Client(format!(
+            "the address published for application '{application}' is {url:?}, which is not an absolute URL"
+        ))
+    })?;
+    host.singleton(|_| PublishedAddresses::default())
+        .0
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(application.to_ascii_lowercase(), parsed);
+    Ok(())
+}
+
+fn published(host: &Host, application: &str) -> Option<Url> {
+    host.singleton(|_| PublishedAddresses::default())
+        .0
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&application.to_ascii_lowercase())
+        .cloned()
+}
+
+/// One registered client, where it was registered, and the `configure` callbacks of later
+/// registrations of the same name (which are otherwise ignored, but whose callbacks compose).
+struct Candidate<'h> {
+    application: Option<&'h str>,
+    registration: &'h ClientRegistration,
+    more_configure: Vec<&'h Configure>,
+}
+
+impl Candidate<'_> {
+    fn qualified(&self) -> String {
+        qualified(self.application, self.registration)
+    }
+}
+
+fn qualified(application: Option<&str>, registration: &ClientRegistration) -> String {
+    match application {
+        Some(app) => format!("{app}:{}", registration.name()),
+        None => registration.name().to_owned(),
+    }
+}
+
+/// Every client, host-level first, then each application's in registration order; a name
+/// registered twice is one candidate, the first registration.
 fn candidates(host: &Host) -> Vec<Candidate<'_>> {
     let mut out: Vec<Candidate<'_>> = Vec::new();
     let host_level = host
@@ -56,17 +154,41 @@ fn candidates(host: &Host) -> Vec<Candidate<'_>> {
     });
     for (application, registration) in host_level.chain(per_app) {
         for client in &registration.clients {
-            let candidate = Candidate {
-                application,
-                registration: client,
-            };
-            let name = candidate.qualified();
-            if !out.iter().any(|c| c.qualified().eq_ignore_ascii_case(&name)) {
-                out.push(candidate);
+            let name = qualified(application, client);
+            match out.iter_mut().find(|c| c.qualified().eq_ignore_ascii_case(&name)) {
+                Some(first) => first.more_configure.extend(&client.configure),
+                None => out.push(Candidate {
+                    application,
+                    registration: client,
+                    more_configure: Vec::new(),
+                }),
             }
         }
     }
     out
+}
+
+/// The one application client named `name`; an error naming every candidate when several
+/// applications share it.
+fn unique_by_name(all: &[Candidate<'_>], name: &str) -> Result<Option<usize>, RestError> {
+    let matches: Vec<usize> = all
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.application.is_some() && c.registration.name().eq_ignore_ascii_case(name))
+        .map(|(i, _)| i)
+        .collect();
+    match matches.as_slice() {
+        [] => Ok(None),
+        [one] => Ok(Some(*one)),
+        many => Err(RestError::Resolution(format!(
+            "the REST client name '{name}' is registered by several applications: {}; qualify it, e.g. rest_named(\"{}\")",
+            many.iter()
+                .map(|i| all[*i].qualified())
+                .collect::<Vec<_>>()
+                .join(", "),
+            all[many[0]].qualified()
+        ))),
+    }
 }
 
 fn pick<'h>(
@@ -77,35 +199,45 @@ fn pick<'h>(
     let mut all = candidates(host);
     let named = |name: &str| all.iter().position(|c| c.qualified().eq_ignore_ascii_case(name));
     let bound_app = ctx.application();
-    let found = match requested {
-        // A qualified name is exact.
-        Some(name) if name.contains(':') => named(name),
-        // The application-qualified form first, then the name as given, then the one
-        // application client of that name.
-        Some(name) => match bound_app
+    let step_1 = || -> Result<Option<usize>, RestError> {
+        let Some(name) = requested else { return Ok(None) };
+        if name.contains(':') {
+            // An already qualified name is exact.
+            return Ok(named(name));
+        }
+        if let Some(i) = bound_app
             .and_then(|app| named(&format!("{app}:{name}")))
             .or_else(|| named(name))
         {
-            Some(i) => Some(i),
-            None => unique_by_name(&all, name)?,
-        },
-        None => {
-            let bound_client = ctx.client_binding().and_then(|b| {
-                b.split_once(':')
-                    .filter(|(p, _)| p.eq_ignore_ascii_case("rest"))
-                    .map(|(_, c)| c)
-            });
-            match (bound_app, bound_client) {
-                (Some(app), Some(client)) => named(&format!("{app}:{client}")),
-                (Some(app), None) => all
-                    .iter()
-                    .position(|c| c.application.is_some_and(|a| a.eq_ignore_ascii_case(app))),
-                (None, _) => match named(DEFAULT_CLIENT) {
-                    Some(i) => Some(i),
-                    None => unique_by_name(&all, DEFAULT_CLIENT)?,
-                },
-            }
+            return Ok(Some(i));
         }
+        unique_by_name(&all, name)
+    };
+    let step_2 = || {
+        let client = ctx
+            .client_binding()
+            .and_then(|b| b.split_once(':'))
+            .filter(|(protocol, _)| protocol.eq_ignore_ascii_case("rest"))
+            .map(|(_, client)| client)?;
+        named(&format!("{}:{client}", bound_app?))
+    };
+    let step_3 = || {
+        let app = bound_app?;
+        all.iter()
+            .position(|c| c.application.is_some_and(|a| a.eq_ignore_ascii_case(app)))
+    };
+    let step_4 = || -> Result<Option<usize>, RestError> {
+        match named(DEFAULT_CLIENT) {
+            Some(i) => Ok(Some(i)),
+            None => unique_by_name(&all, DEFAULT_CLIENT),
+        }
+    };
+    let found = match step_1()? {
+        Some(i) => Some(i),
+        None => match step_2().or_else(step_3) {
+            Some(i) => Some(i),
+            None => step_4()?,
+        },
     };
     match found {
         Some(i) => Ok(all.swap_remove(i)),
@@ -129,29 +261,6 @@ fn pick<'h>(
                 }
             )))
         }
-    }
-}
-
-/// The one application client with this unqualified name; an error naming every candidate
-/// when several applications share it.
-fn unique_by_name(all: &[Candidate<'_>], name: &str) -> Result<Option<usize>, RestError> {
-    let matches: Vec<usize> = all
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| c.application.is_some() && c.registration.name().eq_ignore_ascii_case(name))
-        .map(|(i, _)| i)
-        .collect();
-    match matches.as_slice() {
-        [] => Ok(None),
-        [one] => Ok(Some(*one)),
-        many => Err(RestError::Resolution(format!(
-            "the REST client name '{name}' is registered by several applications: {}; qualify it, e.g. rest_named(\"{}\")",
-            many.iter()
-                .map(|i| all[*i].qualified())
-                .collect::<Vec<_>>()
-                .join(", "),
-            all[many[0]].qualified()
-        ))),
     }
 }
 
@@ -180,15 +289,22 @@ pub(crate) fn join_path(base: &Url, path: &str) -> Result<Url, url::ParseError> 
     Ok(url)
 }
 
-fn base_address(host: &Host, candidate: &Candidate<'_>, requested: Option<&str>) -> Result<Url, RestError> {
+fn base_address(
+    host: &Host,
+    candidate: &Candidate<'_>,
+    requested: Option<&str>,
+) -> Result<BaseAddress, RestError> {
     let qualified = candidate.qualified();
     let registration = candidate.registration;
+    if let Some(resolver) = &registration.resolver {
+        return Ok(BaseAddress::Resolved(resolver.clone()));
+    }
     if let Some(url) = &registration.base_url {
-        return Ok(url.clone());
+        return Ok(BaseAddress::Fixed(url.clone()));
     }
     let Some(app_name) = candidate.application else {
         return Err(RestError::Client(format!(
-            "the host-level REST client '{qualified}' has no base URL; give it one with .base_url(\"https://…\")"
+            "the host-level REST client '{qualified}' has no base URL; give it one with .base_url(\"https://…\") or .resolve_with(…)"
         )));
     };
     let config = host.configuration();
@@ -203,6 +319,20 @@ fn base_address(host: &Host, candidate: &Candidate<'_>, requested: Option<&str>)
             None => Ok(None),
         }
     };
+    let under_endpoint = |base: Url| -> Result<BaseAddress, RestError> {
+        match &registration.endpoint {
+            Some(endpoint) => {
+                let path = endpoint_path(endpoint, true)?.unwrap_or_default();
+                join_path(&base, &path)
+                    .map(BaseAddress::Fixed)
+                    .map_err(|e| RestError::Client(format!("{qualified}: {e}")))
+            }
+            None => Ok(BaseAddress::Fixed(base)),
+        }
+    };
+    if let Some(url) = published(host, app_name) {
+        return under_endpoint(url);
+    }
     let base_key = format!("{app_section}:BaseUrl");
     if let Some(text) = config.get(&base_key) {
         let base = Url::parse(text).ok().filter(Url::has_host).ok_or_else(|| {
@@ -211,13 +341,7 @@ fn base_address(host: &Host, candidate: &Candidate<'_>, requested: Option<&str>)
                 config.origin(&base_key).unwrap_or("configuration")
             ))
         })?;
-        return match &registration.endpoint {
-            Some(endpoint) => {
-                let path = endpoint_path(endpoint, true)?.unwrap_or_default();
-                join_path(&base, &path).map_err(|e| RestError::Client(format!("{qualified}: {e}")))
-            }
-            None => Ok(base),
-        };
+        return under_endpoint(base);
     }
     let application = host.application(app_name);
     if let Some(server) = application.and_then(|a| a.extensions().get::<InProcessServer>()) {
@@ -230,8 +354,10 @@ fn base_address(host: &Host, candidate: &Candidate<'_>, requested: Option<&str>)
             _ => None,
         };
         return match path {
-            Some(path) => join_path(&base, &path).map_err(|e| RestError::Client(format!("{qualified}: {e}"))),
-            None => Ok(base),
+            Some(path) => join_path(&base, &path)
+                .map(BaseAddress::Fixed)
+                .map_err(|e| RestError::Client(format!("{qualified}: {e}"))),
+            None => Ok(BaseAddress::Fixed(base)),
         };
     }
     Err(RestError::Client(format!(
@@ -248,37 +374,56 @@ pub(crate) fn resolve(
     let host = ctx.host();
     let candidate = pick(host, ctx, requested)?;
     let qualified = candidate.qualified();
-    if let Some(found) = ctx.with_extensions(|ext| {
+    // The requested name can choose the in-process endpoint, so the base is worked out for
+    // every call; the client (and its cookie jar) is the test's one for this name.
+    let base = base_address(host, &candidate, requested)?;
+    let cached = ctx.with_extensions(|ext| {
         ext.get::<TestClients>()
             .and_then(|c| c.0.get(&qualified).cloned())
-    }) {
-        return Ok(found);
-    }
-    let base = base_address(host, &candidate, requested)?;
+    });
+    let client = match cached {
+        Some(client) => client,
+        None => build_client(ctx, &candidate, &qualified)?,
+    };
+    Ok(Arc::new(ResolvedClient {
+        client,
+        base,
+        target: qualified,
+    }))
+}
+
+fn build_client(
+    ctx: &KitExecutionContext,
+    candidate: &Candidate<'_>,
+    qualified: &str,
+) -> Result<reqwest::Client, RestError> {
     let mut builder = reqwest::Client::builder()
         .cookie_store(true)
         // A 3xx and its Location must reach the test's assertions.
         .redirect(reqwest::redirect::Policy::none());
-    for configure in &candidate.registration.configure {
+    for configure in candidate
+        .registration
+        .configure
+        .iter()
+        .chain(candidate.more_configure.iter().copied())
+    {
         builder = configure(builder);
     }
     let client = builder
         .build()
         .map_err(|e| RestError::Client(format!("REST client '{qualified}' could not be built: {e}")))?;
-    let resolved = Arc::new(ResolvedClient {
-        client,
-        base,
-        target: qualified.clone(),
-    });
-    ctx.with_extensions(|ext| {
+    // Two tasks of one test racing here keep the first client built.
+    Ok(ctx.with_extensions(|ext| {
         ext.get_or_insert_with(TestClients::default)
             .0
-            .entry(qualified)
-            .or_insert_with(|| Arc::clone(&resolved))
+            .entry(qualified.to_owned())
+            .or_insert(client)
             .clone()
-    });
-    Ok(resolved)
+    }))
 }
+
+/// A boxed resolver future.
+pub(crate) type BoxUrlFuture = Pin<Box<dyn Future<Output = Url> + Send>>;
 
 #[cfg(test)]
 mod tests {

@@ -8,6 +8,7 @@
 
 mod client;
 mod error;
+mod multipart;
 mod registration;
 mod request;
 mod response;
@@ -16,7 +17,9 @@ mod settings;
 
 use kit_core::KitExecutionContext;
 
+pub use client::publish_address;
 pub use error::RestError;
+pub use multipart::Multipart;
 pub use registration::{
     DEFAULT_CLIENT, InProcessServerExt, RestBuilder, RestClientTarget, RestRegistrarExt, rest_capability,
 };

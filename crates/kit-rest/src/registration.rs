@@ -5,14 +5,23 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use kit_core::{
-    ApplicationBuilder, Capability, Collector, CollectorFactory, KitHttpAttachmentOptions, Registrar,
-    RestResponseOptions,
+    ApplicationBuilder, Capability, Collector, CollectorFactory, KitExecutionContext,
+    KitHttpAttachmentOptions, Registrar, RestResponseOptions,
 };
+
+use crate::client::BoxUrlFuture;
 
 use crate::server::InProcessServer;
 
 /// A `reqwest::ClientBuilder` callback.
 pub(crate) type Configure = Arc<dyn Fn(reqwest::ClientBuilder) -> reqwest::ClientBuilder + Send + Sync>;
+
+/// A per-test base-address resolver.
+#[derive(Clone)]
+pub(crate) enum Resolver {
+    Sync(Arc<dyn Fn(&KitExecutionContext) -> url::Url + Send + Sync>),
+    Async(Arc<dyn Fn(KitExecutionContext) -> BoxUrlFuture + Send + Sync>),
+}
 
 /// One `add_client()` registration.
 #[derive(Clone, Default)]
@@ -21,6 +30,7 @@ pub(crate) struct ClientRegistration {
     pub(crate) base_url: Option<url::Url>,
     pub(crate) endpoint: Option<String>,
     pub(crate) configure: Vec<Configure>,
+    pub(crate) resolver: Option<Resolver>,
 }
 
 impl fmt::Debug for ClientRegistration {
@@ -199,6 +209,28 @@ impl RestClientTarget<'_, '_> {
         callback: impl Fn(reqwest::ClientBuilder) -> reqwest::ClientBuilder + Send + Sync + 'static,
     ) -> Self {
         self.client_mut().configure.push(Arc::new(callback));
+        self
+    }
+
+    /// Resolves the base address per test, at request time: the resolver wins over the
+    /// client's base URL and the application's. Called for every request.
+    pub fn resolve_with(
+        mut self,
+        resolver: impl Fn(&KitExecutionContext) -> url::Url + Send + Sync + 'static,
+    ) -> Self {
+        self.client_mut().resolver = Some(Resolver::Sync(Arc::new(resolver)));
+        self
+    }
+
+    /// Resolves the base address per test, at request time, asynchronously (ask a service
+    /// registry, wait for a container). Called for every request.
+    pub fn resolve_with_async<F, Fut>(mut self, resolver: F) -> Self
+    where
+        F: Fn(KitExecutionContext) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = url::Url> + Send + 'static,
+    {
+        let boxed = move |ctx: KitExecutionContext| -> BoxUrlFuture { Box::pin(resolver(ctx)) };
+        self.client_mut().resolver = Some(Resolver::Async(Arc::new(boxed)));
         self
     }
 

@@ -15,6 +15,7 @@ use serde::Serialize;
 
 use crate::RestError;
 use crate::client::{ResolvedClient, join_path, resolve};
+use crate::multipart::Multipart;
 use crate::response::{RequestInfo, RestResponse};
 use crate::settings;
 
@@ -109,6 +110,20 @@ impl RestRequestBuilder {
         match serde_urlencoded::to_string(value) {
             Ok(encoded) => self.body = Some(Body::Form(encoded)),
             Err(e) => self.fail(format!("the form does not serialize: {e}")),
+        }
+        self
+    }
+
+    /// Sends a `multipart/form-data` body.
+    pub fn multipart(mut self, form: Multipart) -> Self {
+        match HeaderValue::from_str(&form.content_type()) {
+            Ok(content_type) => {
+                self.body = Some(Body::Bytes {
+                    bytes: form.to_bytes(),
+                    content_type,
+                })
+            }
+            Err(_) => self.fail("the multipart boundary is not a valid header value".into()),
         }
         self
     }
@@ -328,12 +343,15 @@ impl PendingRequest {
         let path = fill_route(&route, &builder.path_params).map_err(|m| failures.invalid(m))?;
         let mut url = match url::Url::parse(&path) {
             Ok(absolute) if absolute.has_host() => absolute,
-            _ => join_path(&client.base, &path).map_err(|e| {
-                failures.invalid(format!(
-                    "cannot build a URL from {:?} and {path:?}: {e}",
-                    sanitizer.url(client.base.as_str())
-                ))
-            })?,
+            _ => {
+                let base = client.base_for(&ctx).await.map_err(|e| failures.fail(e))?;
+                join_path(&base, &path).map_err(|e| {
+                    failures.invalid(format!(
+                        "cannot build a URL from {:?} and {path:?}: {e}",
+                        sanitizer.url(base.as_str())
+                    ))
+                })?
+            }
         };
         if !builder.query.is_empty() {
             url.query_pairs_mut().extend_pairs(builder.query.iter());

@@ -58,8 +58,9 @@ pub mod prelude;
 pub use kit_coverage::{EndpointCoverage, RestCoverageCollector};
 pub use kit_macros::{application, host, requires_capability, test};
 pub use kit_rest::{
-    DEFAULT_CLIENT, InProcessServerExt, IntoInProcessService, PendingRequest, RestBuilder, RestClientTarget,
-    RestContextExt, RestError, RestRegistrarExt, RestRequestBuilder, RestResponse,
+    DEFAULT_CLIENT, InProcessServerExt, IntoInProcessService, Multipart, PendingRequest, RestBuilder,
+    RestClientTarget, RestContextExt, RestError, RestRegistrarExt, RestRequestBuilder, RestResponse,
+    publish_address,
 };
 
 /// The core: events, the bus, collectors, configuration, the host.

@@ -10,6 +10,6 @@ pub use kit_core::{
 pub use kit_coverage::RestCoverageCollector;
 pub use kit_macros::{application, requires_capability};
 pub use kit_rest::{
-    InProcessServerExt, PendingRequest, RestContextExt, RestError, RestRegistrarExt, RestRequestBuilder,
-    RestResponse,
+    InProcessServerExt, Multipart, PendingRequest, RestContextExt, RestError, RestRegistrarExt,
+    RestRequestBuilder, RestResponse,
 };

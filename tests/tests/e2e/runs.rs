@@ -271,3 +271,69 @@ fn kit_core_and_kit_cli_build_without_tokio_or_reqwest() {
         }
     }
 }
+
+#[test]
+fn with_a_configured_base_url_the_example_runs_against_an_external_server_and_never_starts_its_own() {
+    use std::io::{BufRead, BufReader};
+    let server_binary = binary("orders-example", "orders-server");
+    let mut server = Command::new(server_binary)
+        .arg("127.0.0.1:0")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first_line = String::new();
+    BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut first_line)
+        .unwrap();
+    let base = first_line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap()
+        .to_owned();
+
+    let results = tempfile::tempdir().unwrap();
+    let output = run(cargo()
+        .args(["test", "-p", "orders-example", "--test", "orders"])
+        .env("KIT_RESULTS_DIR", results.path())
+        .env("Kit__Applications__orders__BaseUrl", &base));
+    // Ask the external server what it holds before stopping it.
+    let held = http_get(&base, "/api/orders");
+    server.kill().unwrap();
+    server.wait().unwrap();
+    assert!(output.status.success(), "{}", describe(&output));
+
+    let archive = &archives_in(results.path())[0];
+    let mut urls = 0;
+    for event in tests_of(archive).into_iter().flat_map(|t| t.events) {
+        if let EventKind::OperationStarted(op) = &event.kind
+            && let Some(url) = op.attributes.get_str(semconv::URL_FULL)
+        {
+            assert!(
+                url.starts_with(&format!("{base}/api/")),
+                "{url} is not on the external server {base}"
+            );
+            urls += 1;
+        }
+    }
+    assert!(urls >= 12, "{urls} requests");
+    // The orders the suite placed are in the external server: it, not an in-process one, answered.
+    assert!(
+        held.contains("\"sku\":\"A-1\"") && held.contains("\"sku\":\"E-5\""),
+        "{held}"
+    );
+}
+
+/// A plain HTTP/1.1 GET, without a client library: the response as text.
+fn http_get(base: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let authority = base.strip_prefix("http://").unwrap();
+    let mut stream = std::net::TcpStream::connect(authority).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+}
