@@ -43,6 +43,7 @@ pub mod config;
 mod context;
 pub mod event;
 mod host;
+pub mod json;
 pub mod options;
 mod panic;
 pub mod redact;

@@ -6,6 +6,7 @@
 //! start from the test's context ([`RestContextExt::rest`]).
 #![deny(missing_docs)]
 
+mod assertions;
 mod client;
 mod error;
 mod multipart;
@@ -17,6 +18,9 @@ mod settings;
 
 use kit_core::KitExecutionContext;
 
+pub use assertions::{
+    AssertionCause, RestAssertionError, RestAssertions, RestShouldAssertions, RestStatusAssertionError,
+};
 pub use client::publish_address;
 pub use error::RestError;
 pub use multipart::Multipart;
@@ -53,4 +57,6 @@ impl RestContextExt for KitExecutionContext {
 /// [`kit_core::register_panic_payload`]).
 pub fn register_panic_payloads() {
     kit_core::register_panic_payload::<RestError>();
+    kit_core::register_panic_payload::<RestStatusAssertionError>();
+    kit_core::register_panic_payload::<RestAssertionError>();
 }

@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
 use http::{HeaderMap, HeaderName, HeaderValue, Method};
+use kit_core::json::ShapeOptions;
 use kit_core::{
     Attachment, Attributes, KitExecutionContext, Observation, OperationStarted, OperationStatus, Sanitizer,
     semconv,
@@ -320,6 +321,44 @@ impl Failures<'_> {
 }
 
 impl PendingRequest {
+    /// Awaits the response and matches its body against `shape` (partially); on a mismatch
+    /// the response is dropped and the test fails with the shape's error.
+    pub fn expect<S: Serialize>(self, shape: S) -> impl Future<Output = RestResponse> + Send {
+        self.expect_with(shape, ShapeOptions::default())
+    }
+
+    /// As [`expect`](Self::expect), in exact mode: members the shape does not list fail.
+    pub fn expect_exact<S: Serialize>(self, shape: S) -> impl Future<Output = RestResponse> + Send {
+        self.expect_with(shape, ShapeOptions::EXACT)
+    }
+
+    fn expect_with<S: Serialize>(
+        self,
+        shape: S,
+        options: ShapeOptions,
+    ) -> impl Future<Output = RestResponse> + Send {
+        // Serialized now, so the future does not hold the shape (which need not be Send).
+        let shape = serde_json::to_value(shape).map_err(|e| e.to_string());
+        let target = std::any::type_name::<S>();
+        async move {
+            let response = self.await;
+            match shape {
+                Ok(shape) => response.shape_check(shape, target, &options),
+                Err(e) => {
+                    let message = response.finish_message(
+                        format!(
+                            "{} - The shape does not serialize to JSON: {e}",
+                            response.request_label()
+                        ),
+                        false,
+                    );
+                    std::panic::panic_any(crate::RestAssertionError::new(message, None))
+                }
+            }
+            response
+        }
+    }
+
     /// Sends the request and returns the response, or the error, without failing the test.
     pub async fn try_send(self) -> Result<RestResponse, RestError> {
         let PendingRequest {
@@ -427,6 +466,7 @@ impl PendingRequest {
             method: method.clone(),
             route: template.clone(),
             url: shown_url.clone(),
+            client: client.target.clone(),
         };
 
         let started = Instant::now();

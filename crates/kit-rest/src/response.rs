@@ -1,11 +1,16 @@
 //! The buffered response.
 
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderMap, Method, StatusCode};
-use kit_core::{EventId, KitExecutionContext};
+use kit_core::json::{JsonPath, bind};
+use kit_core::{Attributes, EventId, KitExecutionContext, Observation, semconv};
+use serde::de::DeserializeOwned;
+
+use crate::assertions::{AssertionCause, RestAssertionError, RestAssertions, RestShouldAssertions};
 
 /// What a response was an answer to.
 #[derive(Debug, Clone)]
@@ -19,6 +24,16 @@ pub(crate) struct RequestInfo {
     pub(crate) route: String,
     /// The sanitized URL.
     pub(crate) url: String,
+    /// The client's qualified name.
+    pub(crate) client: String,
+}
+
+/// The body, parsed once for every assertion and read that needs it.
+#[derive(Debug)]
+pub(crate) enum Body {
+    Empty,
+    Json(serde_json::Value),
+    Invalid(String),
 }
 
 /// A response whose body is already buffered whole, so it can be read any number of times.
@@ -29,6 +44,8 @@ pub struct RestResponse {
     headers: HeaderMap,
     content_headers: HeaderMap,
     text: OnceLock<String>,
+    json: OnceLock<Body>,
+    shapes: AtomicU32,
     elapsed: Duration,
 }
 
@@ -69,6 +86,8 @@ impl RestResponse {
             headers,
             content_headers,
             text: OnceLock::new(),
+            json: OnceLock::new(),
+            shapes: AtomicU32::new(0),
             elapsed,
         }
     }
@@ -137,5 +156,241 @@ impl RestResponse {
     /// The test the response belongs to.
     pub fn context(&self) -> &KitExecutionContext {
         &self.ctx
+    }
+
+    /// A copy whose body has not been parsed yet, for benchmarks that measure parsing.
+    #[doc(hidden)]
+    pub fn __unparsed_copy(&self) -> RestResponse {
+        let mut raw = http::Response::new(self.raw.body().clone());
+        *raw.status_mut() = self.raw.status();
+        *raw.headers_mut() = self.raw.headers().clone();
+        RestResponse::new(self.ctx.clone(), self.request.clone(), raw, self.elapsed)
+    }
+
+    /// Assertions that must hold.
+    pub fn should(&self) -> RestShouldAssertions<'_> {
+        RestShouldAssertions::new(self)
+    }
+
+    /// Assertions that must not hold.
+    pub fn should_not(&self) -> RestAssertions<'_> {
+        RestAssertions::new(self)
+    }
+
+    pub(crate) fn method(&self) -> &Method {
+        &self.request.method
+    }
+
+    pub(crate) fn route(&self) -> &str {
+        &self.request.route
+    }
+
+    pub(crate) fn client_target(&self) -> &str {
+        &self.request.client
+    }
+
+    /// The number of the next expected-shape attachment of this response, from 1.
+    pub(crate) fn next_shape_number(&self) -> u32 {
+        self.shapes.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// The body parsed as JSON, once.
+    pub(crate) fn body(&self) -> &Body {
+        self.json.get_or_init(|| {
+            let bytes = self.raw.body();
+            if bytes.iter().all(u8::is_ascii_whitespace) {
+                return Body::Empty;
+            }
+            match serde_json::from_slice(bytes) {
+                Ok(value) => Body::Json(value),
+                Err(e) => Body::Invalid(e.to_string()),
+            }
+        })
+    }
+
+    // === reads ===
+
+    /// Records `http.response.deserialize` and fails the test.
+    fn read_failed(
+        &self,
+        target: &str,
+        path: Option<&str>,
+        message: String,
+        cause: Option<AssertionCause>,
+    ) -> ! {
+        let mut attributes = Attributes::with_capacity(4)
+            .with(semconv::TARGET_TYPE, target)
+            .with(semconv::CONTENT_LENGTH, self.raw.body().len());
+        if let Some(path) = path {
+            attributes.push(semconv::JSON_PATH, path);
+        }
+        let message = self.finish_message(message, true);
+        attributes.push(semconv::KIT_FAILURE_MESSAGE, message.as_str());
+        self.ctx.observe(
+            Some(self.request.id),
+            Observation::new(semconv::OBS_HTTP_RESPONSE_DESERIALIZE, attributes),
+        );
+        std::panic::panic_any(RestAssertionError::new(message, cause))
+    }
+
+    fn json_or_fail(&self, target: &str, path: Option<&str>) -> Option<&serde_json::Value> {
+        match self.body() {
+            Body::Empty => None,
+            Body::Json(value) => Some(value),
+            Body::Invalid(_) => {
+                let error = serde_json::from_slice::<serde::de::IgnoredAny>(self.raw.body()).err();
+                let text = error.as_ref().map(ToString::to_string).unwrap_or_default();
+                self.read_failed(
+                    target,
+                    path,
+                    format!(
+                        "{} - The response body is not JSON, so it cannot be read as {target}: {text}.",
+                        self.request_label()
+                    ),
+                    error.map(AssertionCause::Json),
+                )
+            }
+        }
+    }
+
+    fn bind_or_fail<T: DeserializeOwned>(&self, value: &serde_json::Value, path: Option<&str>) -> T {
+        let target = std::any::type_name::<T>();
+        match bind::<T>(value, false) {
+            Ok(t) => t,
+            Err(e) => {
+                let at = path.map(|p| format!(" at '{p}'")).unwrap_or_default();
+                self.read_failed(
+                    target,
+                    path,
+                    format!(
+                        "{} - The JSON{at} cannot be read as {target}: {e}.",
+                        self.request_label()
+                    ),
+                    Some(AssertionCause::Json(e)),
+                )
+            }
+        }
+    }
+
+    fn resolve_or_fail<'v>(
+        &self,
+        value: &'v serde_json::Value,
+        path: &str,
+        target: &str,
+    ) -> &'v serde_json::Value {
+        match path.parse::<JsonPath>().and_then(|p| p.resolve(value)) {
+            Ok(found) => found,
+            Err(e) => self.read_failed(
+                target,
+                Some(path),
+                format!(
+                    "{} - The JSON path '{path}' did not match: {}.",
+                    self.request_label(),
+                    e.reason
+                ),
+                Some(AssertionCause::Path(e)),
+            ),
+        }
+    }
+
+    /// The body as `T`, member names bound without case; `None` for an empty body or JSON
+    /// `null`. A body that is not JSON, or does not fit `T`, fails the test with serde_json's
+    /// error and records `http.response.deserialize`.
+    #[track_caller]
+    pub fn read_as_json<T: DeserializeOwned>(&self) -> Option<T> {
+        let value = self.json_or_fail(std::any::type_name::<T>(), None)?;
+        if value.is_null() {
+            return None;
+        }
+        Some(self.bind_or_fail(value, None))
+    }
+
+    /// The value at `path` (`$.items[0].sku`) as `T`; `None` for an empty body or a `null`
+    /// there. A path that does not match fails the test, naming it.
+    #[track_caller]
+    pub fn read_as_json_at<T: DeserializeOwned>(&self, path: &str) -> Option<T> {
+        let target = std::any::type_name::<T>();
+        let value = self.json_or_fail(target, Some(path))?;
+        let found = self.resolve_or_fail(value, path, target);
+        if found.is_null() {
+            return None;
+        }
+        Some(self.bind_or_fail(found, Some(path)))
+    }
+
+    /// The body as `T`; an empty body or JSON `null` fails the test, naming the request.
+    #[track_caller]
+    pub fn read_required<T: DeserializeOwned>(&self) -> T {
+        let target = std::any::type_name::<T>();
+        match self.json_or_fail(target, None) {
+            Some(value) if !value.is_null() => self.bind_or_fail(value, None),
+            found => {
+                let what = if found.is_none() { "empty" } else { "JSON null" };
+                self.read_failed(
+                    target,
+                    None,
+                    format!(
+                        "{} - The response body is {what}; expected {target} (request {}).",
+                        self.request_label(),
+                        self.request.id
+                    ),
+                    None,
+                )
+            }
+        }
+    }
+
+    /// The value at `path` as `T`; an empty body, or a `null` at the path, fails the test,
+    /// naming the request, whatever `T` is.
+    #[track_caller]
+    pub fn read_required_at<T: DeserializeOwned>(&self, path: &str) -> T {
+        let target = std::any::type_name::<T>();
+        let Some(value) = self.json_or_fail(target, Some(path)) else {
+            self.read_failed(
+                target,
+                Some(path),
+                format!(
+                    "{} - The response body is empty, so the JSON path '{path}' holds nothing; expected {target} (request {}).",
+                    self.request_label(),
+                    self.request.id
+                ),
+                None,
+            )
+        };
+        let found = self.resolve_or_fail(value, path, target);
+        if found.is_null() {
+            self.read_failed(
+                target,
+                Some(path),
+                format!(
+                    "{} - The JSON path '{path}' holds null; expected {target} (request {}).",
+                    self.request_label(),
+                    self.request.id
+                ),
+                None,
+            )
+        }
+        self.bind_or_fail(found, Some(path))
+    }
+
+    /// The body as the type of `definition` (whose values are ignored: it is there for type
+    /// inference, like a tuple or a struct literal you already have).
+    #[track_caller]
+    pub fn read_as_anonymous<T: DeserializeOwned>(&self, definition: T) -> Option<T> {
+        drop(definition);
+        self.read_as_json::<T>()
+    }
+
+    /// The body as a `serde_json::Value` (`Null` for an empty body).
+    #[track_caller]
+    pub fn read_as_dynamic(&self) -> serde_json::Value {
+        self.json_or_fail("serde_json::Value", None)
+            .cloned()
+            .unwrap_or(serde_json::Value::Null)
+    }
+
+    /// The body's bytes.
+    pub fn read_as_bytes(&self) -> Vec<u8> {
+        self.raw.body().to_vec()
     }
 }

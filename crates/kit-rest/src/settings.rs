@@ -119,3 +119,32 @@ pub fn sanitizer(ctx: &KitExecutionContext) -> Sanitizer {
         }
     })
 }
+
+/// The diagnostic caps of the attachment and response options, in characters.
+pub(crate) fn for_response(ctx: &KitExecutionContext) -> (usize, usize) {
+    match &*ctx.host().singleton(resolve) {
+        Ok(s) => (
+            s.attachments.max_diagnostic_body_length,
+            s.responses.max_diagnostic_body_length,
+        ),
+        Err(_) => {
+            let defaults = RestResponseOptions::default();
+            (
+                defaults.max_diagnostic_body_length,
+                defaults.max_diagnostic_body_length,
+            )
+        }
+    }
+}
+
+/// REST's settings (defaults when they are misconfigured: requests report that already).
+pub(crate) fn for_attachments(ctx: &KitExecutionContext) -> Arc<RestSettings> {
+    match &*ctx.host().singleton(resolve) {
+        Ok(s) => Arc::clone(s),
+        Err(_) => Arc::new(RestSettings {
+            attachments: KitHttpAttachmentOptions::default(),
+            responses: RestResponseOptions::default(),
+            capture: false,
+        }),
+    }
+}

@@ -165,7 +165,7 @@ async fn attachments_are_numbered_per_test_redacted_and_described() {
         );
         assert_eq!(
             blob_text(&run, &record, "rest-01-request"),
-            r#"{"password":"[REDACTED]","user":"ada"}"#
+            r#"{"user":"ada","password":"[REDACTED]"}"#
         );
         let response = blob_text(&run, &record, "rest-01-response");
         assert!(

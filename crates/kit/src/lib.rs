@@ -55,11 +55,13 @@ mod runtime;
 
 pub mod prelude;
 
+pub use kit_core::json::{JsonPathError, JsonShapeMismatchError, ShapeMismatch, ShapeOptions, json_value};
 pub use kit_coverage::{EndpointCoverage, RestCoverageCollector};
 pub use kit_macros::{application, host, requires_capability, test};
 pub use kit_rest::{
-    DEFAULT_CLIENT, InProcessServerExt, IntoInProcessService, Multipart, PendingRequest, RestBuilder,
-    RestClientTarget, RestContextExt, RestError, RestRegistrarExt, RestRequestBuilder, RestResponse,
+    AssertionCause, DEFAULT_CLIENT, InProcessServerExt, IntoInProcessService, Multipart, PendingRequest,
+    RestAssertionError, RestAssertions, RestBuilder, RestClientTarget, RestContextExt, RestError,
+    RestRegistrarExt, RestRequestBuilder, RestResponse, RestShouldAssertions, RestStatusAssertionError,
     publish_address,
 };
 

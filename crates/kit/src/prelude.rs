@@ -3,6 +3,7 @@
 pub use http::{Method, StatusCode};
 pub use serde_json::json;
 
+pub use kit_core::json::{ShapeOptions, json_value};
 pub use kit_core::{
     ApplicationBuilder, Capability, Collector, Configuration, Event, EventKind, KitBuilder,
     KitCapabilityKinds, KitExecutionContext, Registrar,
@@ -10,6 +11,7 @@ pub use kit_core::{
 pub use kit_coverage::RestCoverageCollector;
 pub use kit_macros::{application, requires_capability};
 pub use kit_rest::{
-    InProcessServerExt, Multipart, PendingRequest, RestContextExt, RestError, RestRegistrarExt,
-    RestRequestBuilder, RestResponse,
+    InProcessServerExt, Multipart, PendingRequest, RestAssertionError, RestAssertions, RestContextExt,
+    RestError, RestRegistrarExt, RestRequestBuilder, RestResponse, RestShouldAssertions,
+    RestStatusAssertionError,
 };

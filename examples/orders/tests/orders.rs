@@ -11,6 +11,7 @@ fn host(kit: &mut KitBuilder) {
     kit.add_application("orders", |app| {
         app.add_in_process_server(orders_example::router);
         app.add_rest(|rest| {
+            rest.capture_attachments(|_| {});
             rest.add_client()
                 .endpoint("api")
                 .add_collector::<RestCoverageCollector>();
@@ -24,21 +25,20 @@ async fn place(ctx: &KitExecutionContext, sku: &str, quantity: u32) -> Value {
         .body(&json!({ "sku": sku, "quantity": quantity }))
         .post("/orders")
         .await;
-    assert_eq!(
-        response.status_code(),
-        StatusCode::CREATED,
-        "{}",
-        response.content()
-    );
-    serde_json::from_str(response.content()).expect("an order as JSON")
+    response.should().have_http_status(StatusCode::CREATED);
+    response.read_required()
 }
 
 #[kit::test]
 #[application("orders")]
 async fn health_is_ok(ctx: KitExecutionContext) {
-    let response = ctx.rest().get("/health").await;
-    assert_eq!(response.status_code(), StatusCode::OK);
-    assert_eq!(response.content(), r#"{"status":"ok"}"#);
+    ctx.rest()
+        .get("/health")
+        .await
+        .should()
+        .have_http_status(StatusCode::OK)
+        .have_content_type("application/json")
+        .match_shape_exact(json!({ "status": "ok" }));
 }
 
 #[kit::test]
@@ -49,45 +49,55 @@ async fn creates_an_order(ctx: KitExecutionContext) {
         .body(&json!({ "sku": "A-1", "quantity": 2 }))
         .post("/orders")
         .await;
-    assert_eq!(response.status_code(), StatusCode::CREATED);
-    let location = response.headers().get("location").expect("a Location header");
-    let order: Value = serde_json::from_str(response.content()).unwrap();
-    assert_eq!(location.to_str().unwrap(), format!("/api/orders/{}", order["id"]));
-    assert_eq!(order["quantity"], 2);
-    assert_eq!(order["status"], "placed");
+    response
+        .should()
+        .have_http_status(StatusCode::CREATED)
+        .have_header("Location")
+        .match_shape(json!({
+            "id": json_value::greater_than(0),
+            "sku": "A-1",
+            "quantity": 2,
+            "status": json_value::one_of(["placed"]),
+        }));
+    let id: u64 = response.read_required_at("$.id");
+    response
+        .should()
+        .have_header_value("location", &format!("/api/orders/{id}"));
 }
 
 #[kit::test]
 #[application("orders")]
 async fn fetches_a_placed_order(ctx: KitExecutionContext) {
     let placed = place(&ctx, "B-7", 1).await;
-    let response = ctx
-        .rest()
+    ctx.rest()
         .path_param("id", &placed["id"])
         .get("/orders/{id}")
+        .expect_exact(&placed)
         .await;
-    assert_eq!(response.status_code(), StatusCode::OK);
-    let fetched: Value = serde_json::from_str(response.content()).unwrap();
-    assert_eq!(fetched, placed);
 }
 
 #[kit::test]
 #[application("orders")]
 async fn an_unknown_order_is_not_found(ctx: KitExecutionContext) {
-    let response = ctx.rest().path_param("id", 999_999).get("/orders/{id}").await;
-    assert_eq!(response.status_code(), StatusCode::NOT_FOUND);
+    ctx.rest()
+        .path_param("id", 999_999)
+        .get("/orders/{id}")
+        .await
+        .should()
+        .have_http_status(StatusCode::NOT_FOUND)
+        .match_shape(json!({ "title": json_value::string_containing("no such order") }));
 }
 
 #[kit::test]
 #[application("orders")]
 async fn a_zero_quantity_is_rejected(ctx: KitExecutionContext) {
-    let response = ctx
-        .rest()
+    ctx.rest()
         .body(&json!({ "sku": "C-3", "quantity": 0 }))
         .post("/orders")
-        .await;
-    assert_eq!(response.status_code(), StatusCode::BAD_REQUEST);
-    assert!(response.content().contains("quantity must be at least 1"));
+        .await
+        .should()
+        .have_http_status(StatusCode::BAD_REQUEST)
+        .match_shape(json!({ "detail": "quantity must be at least 1" }));
 }
 
 #[kit::test]
@@ -102,12 +112,12 @@ async fn deletes_an_order(ctx: KitExecutionContext) -> Result<(), String> {
     if deleted.status_code() != StatusCode::NO_CONTENT {
         return Err(format!("delete answered {}", deleted.status_code()));
     }
-    let again = ctx
-        .rest()
+    ctx.rest()
         .path_param("id", &placed["id"])
         .get("/orders/{id}")
-        .await;
-    assert_eq!(again.status_code(), StatusCode::NOT_FOUND);
+        .await
+        .should()
+        .have_http_status(StatusCode::NOT_FOUND);
     Ok(())
 }
 
@@ -115,10 +125,12 @@ async fn deletes_an_order(ctx: KitExecutionContext) -> Result<(), String> {
 #[application("orders")]
 async fn lists_placed_orders(ctx: KitExecutionContext) {
     let placed = place(&ctx, "E-5", 5).await;
-    let response = ctx.rest().get("/orders").await;
-    assert_eq!(response.status_code(), StatusCode::OK);
-    let orders: Vec<Value> = serde_json::from_str(response.content()).unwrap();
-    assert!(orders.contains(&placed));
+    ctx.rest()
+        .get("/orders")
+        .await
+        .should()
+        .have_http_status(StatusCode::OK)
+        .match_shape(json_value::array_containing([placed]));
 }
 
 #[kit::test]
@@ -126,4 +138,7 @@ async fn lists_placed_orders(ctx: KitExecutionContext) {
 async fn runs_when_rest_is_registered(ctx: KitExecutionContext) {
     let response = ctx.rest_named("orders:Default").get("/health").await;
     assert!(response.is_success_status_code());
+    response
+        .should_not()
+        .have_http_status(StatusCode::SERVICE_UNAVAILABLE);
 }

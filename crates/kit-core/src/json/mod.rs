@@ -1,0 +1,15 @@
+//! JSON tools shared by protocols: the shape matcher and its matchers, the path subset, and
+//! case-insensitive binding.
+
+mod bind;
+mod matchers;
+mod path;
+mod shape;
+
+pub use bind::bind;
+pub use matchers::{IntoNumber, MATCHER_KEY, Matcher, json_value};
+pub use path::{JsonPath, JsonPathError, PathSegment};
+pub use shape::{JsonShapeMismatchError, ShapeMismatch, ShapeOptions, ShapeReport, match_shape};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,294 @@
+//! The JSON path subset: `$`, `.member`, `[index]`, and a leading member without `$`.
+
+use std::fmt;
+
+use serde_json::Value;
+
+/// One step of a path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathSegment {
+    /// `.name`: an object member, compared case-sensitively.
+    Member(String),
+    /// `[n]`: a zero-based array index.
+    Index(usize),
+}
+
+/// A parsed path of the subset the kit reads.
+///
+/// | form | meaning |
+/// | --- | --- |
+/// | `$` | the root |
+/// | `$.a.b` | members, case-sensitive |
+/// | `$.items[0].sku` | zero-based indices |
+/// | `items[0]` | a leading member without `$` is `$.items[0]` |
+///
+/// Filters (`[?(…)]`), wildcards (`*`), quoted names (`['a']`), slices (`[0:2]`), recursive
+/// descent (`..`) and negative indices are refused with a [`JsonPathError`] that says which.
+///
+/// ```
+/// use kit_core::json::JsonPath;
+/// use serde_json::json;
+///
+/// let doc = json!({ "items": [ { "sku": "A-1" } ] });
+/// let path: JsonPath = "$.items[0].sku".parse().unwrap();
+/// assert_eq!(path.resolve(&doc).unwrap(), &json!("A-1"));
+/// assert!("$.items[*]".parse::<JsonPath>().unwrap_err().to_string().contains("wildcards"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonPath {
+    text: String,
+    segments: Vec<PathSegment>,
+}
+
+/// A path that cannot be parsed, or that does not match a document.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the JSON path '{path}' did not match: {reason}")]
+pub struct JsonPathError {
+    /// The path as written.
+    pub path: String,
+    /// Why.
+    pub reason: String,
+}
+
+impl JsonPath {
+    /// The path as written.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// Its steps.
+    pub fn segments(&self) -> &[PathSegment] {
+        &self.segments
+    }
+
+    /// The value at the path, or why there is none (naming the first step that failed).
+    pub fn resolve<'v>(&self, root: &'v Value) -> Result<&'v Value, JsonPathError> {
+        let mut current = root;
+        let mut walked = String::from("$");
+        for segment in &self.segments {
+            let next = match (segment, current) {
+                (PathSegment::Member(name), Value::Object(map)) => map.get(name).ok_or_else(|| {
+                    let similar = map.keys().find(|k| k.eq_ignore_ascii_case(name));
+                    match similar {
+                        Some(k) => format!(
+                            "{walked} has no member '{name}' (members are case-sensitive; it has '{k}')"
+                        ),
+                        None => format!("{walked} has no member '{name}'"),
+                    }
+                }),
+                (PathSegment::Index(i), Value::Array(items)) => items
+                    .get(*i)
+                    .ok_or_else(|| format!("{walked} has {} element(s), so no index {i}", items.len())),
+                (PathSegment::Member(name), other) => Err(format!(
+                    "{walked} is {}, not an object, so it has no member '{name}'",
+                    kind(other)
+                )),
+                (PathSegment::Index(i), other) => Err(format!(
+                    "{walked} is {}, not an array, so it has no index {i}",
+                    kind(other)
+                )),
+            };
+            current = next.map_err(|reason| JsonPathError {
+                path: self.text.clone(),
+                reason,
+            })?;
+            match segment {
+                PathSegment::Member(name) => {
+                    walked.push('.');
+                    walked.push_str(name);
+                }
+                PathSegment::Index(i) => walked.push_str(&format!("[{i}]")),
+            }
+        }
+        Ok(current)
+    }
+}
+
+/// `an object`, `a string`, … for messages.
+pub(crate) fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+impl fmt::Display for JsonPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl std::str::FromStr for JsonPath {
+    type Err = JsonPathError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let fail = |reason: String| JsonPathError {
+            path: text.to_owned(),
+            reason,
+        };
+        let unsupported =
+            |what: &str| fail(format!("{what} are not supported (only $, .member and [index])"));
+        if text.contains("..") {
+            return Err(unsupported("recursive descent ('..') and empty members"));
+        }
+        if text.contains('*') {
+            return Err(unsupported("wildcards"));
+        }
+        if text.contains("[?") || text.contains("?(") {
+            return Err(unsupported("filters"));
+        }
+        if text.contains("['") || text.contains("[\"") {
+            return Err(unsupported("quoted names"));
+        }
+        let rest = match text.strip_prefix('$') {
+            Some(rest) => rest,
+            None if text.is_empty() => return Err(fail("the path is empty".into())),
+            // A leading member without `$`.
+            None if text.starts_with('.') || text.starts_with('[') => {
+                return Err(fail("a path starts with '$' or a member name".into()));
+            }
+            None => {
+                return format!("$.{text}").parse().map(|p: JsonPath| JsonPath {
+                    text: text.to_owned(),
+                    segments: p.segments,
+                });
+            }
+        };
+        let mut segments = Vec::new();
+        let bytes = rest.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            match bytes[i] {
+                b'.' => {
+                    let start = i + 1;
+                    let mut end = start;
+                    while end < bytes.len() && bytes[end] != b'.' && bytes[end] != b'[' {
+                        end += 1;
+                    }
+                    if end == start {
+                        return Err(fail(format!("an empty member name at character {}", start + 1)));
+                    }
+                    segments.push(PathSegment::Member(rest[start..end].to_owned()));
+                    i = end;
+                }
+                b'[' => {
+                    let close = rest[i..]
+                        .find(']')
+                        .map(|c| i + c)
+                        .ok_or_else(|| fail(format!("'[' at character {} is not closed", i + 2)))?;
+                    let inner = &rest[i + 1..close];
+                    if inner.contains(':') {
+                        return Err(unsupported("slices"));
+                    }
+                    let index = inner.trim().parse::<usize>().map_err(|_| {
+                        if inner.trim().starts_with('-') {
+                            fail("negative indices are not supported".into())
+                        } else {
+                            fail(format!("[{inner}] is not a zero-based index"))
+                        }
+                    })?;
+                    segments.push(PathSegment::Index(index));
+                    i = close + 1;
+                }
+                other => {
+                    return Err(fail(format!(
+                        "unexpected '{}' at character {}; members follow '.'",
+                        char::from(other),
+                        i + 2
+                    )));
+                }
+            }
+        }
+        Ok(JsonPath {
+            text: text.to_owned(),
+            segments,
+        })
+    }
+}
+
+/// Renders a path to a node found while walking a document (used in mismatch reports):
+/// members as `.name`, or `["name"]` when the name is not a plain identifier.
+pub(crate) fn push_member(path: &mut String, name: &str) {
+    let plain = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '-' || c == '@' || c == '$');
+    if plain {
+        path.push('.');
+        path.push_str(name);
+    } else {
+        path.push_str(&format!("[{}]", serde_json::Value::String(name.to_owned())));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn resolve(path: &str, doc: &Value) -> Result<Value, String> {
+        path.parse::<JsonPath>()
+            .map_err(|e| e.to_string())?
+            .resolve(doc)
+            .cloned()
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_subset_resolves() {
+        let doc = json!({ "a": { "b": [10, { "c": "deep" }] }, "Case": 1 });
+        assert_eq!(resolve("$", &doc).unwrap(), doc);
+        assert_eq!(resolve("$.a.b[0]", &doc).unwrap(), json!(10));
+        assert_eq!(resolve("$.a.b[1].c", &doc).unwrap(), json!("deep"));
+        assert_eq!(
+            resolve("a.b[1].c", &doc).unwrap(),
+            json!("deep"),
+            "a leading member without $"
+        );
+        assert_eq!(resolve("$.a.b[ 1 ]", &doc).unwrap()["c"], json!("deep"));
+    }
+
+    #[test]
+    fn members_are_case_sensitive_and_misses_say_where() {
+        let doc = json!({ "a": { "b": [10] }, "Case": 1 });
+        assert_eq!(
+            resolve("$.case", &doc).unwrap_err(),
+            "the JSON path '$.case' did not match: $ has no member 'case' (members are case-sensitive; it has 'Case')"
+        );
+        assert_eq!(
+            resolve("$.a.b[3]", &doc).unwrap_err(),
+            "the JSON path '$.a.b[3]' did not match: $.a.b has 1 element(s), so no index 3"
+        );
+        assert_eq!(
+            resolve("$.a.b.c", &doc).unwrap_err(),
+            "the JSON path '$.a.b.c' did not match: $.a.b is an array, not an object, so it has no member 'c'"
+        );
+        assert_eq!(
+            resolve("$.Case[0]", &doc).unwrap_err(),
+            "the JSON path '$.Case[0]' did not match: $.Case is a number, not an array, so it has no index 0"
+        );
+    }
+
+    #[test]
+    fn what_is_outside_the_subset_is_refused_by_name() {
+        for (path, says) in [
+            ("$.items[?(@.a)]", "filters"),
+            ("$.items[*]", "wildcards"),
+            ("$['a']", "quoted names"),
+            ("$.items[0:2]", "slices"),
+            ("$..a", "recursive descent"),
+            ("$.items[-1]", "negative indices"),
+            ("$.a[x]", "[x] is not a zero-based index"),
+            ("$.a[0", "is not closed"),
+            ("", "empty"),
+            ("$a", "unexpected 'a'"),
+        ] {
+            let err = path.parse::<JsonPath>().unwrap_err().to_string();
+            assert!(err.contains(says), "{path}: {err}");
+        }
+    }
+}

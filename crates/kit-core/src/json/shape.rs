@@ -1,0 +1,438 @@
+//! Matching a JSON document against an expected shape.
+//!
+//! The rules:
+//!
+//! 1. an object in the shape matches an object with at least its members; other members are
+//!    ignored, unless in **exact** mode, where each one is a mismatch;
+//! 2. member names are compared case-insensitively by default (an exact spelling is preferred
+//!    when both exist); `case_sensitive` turns that off;
+//! 3. an array matches an array of the same length, position by position;
+//! 4. a scalar matches an equal scalar; numbers by value (`1` equals `1.0`);
+//! 5. a matcher ([`json_value`](crate::json::json_value)) matches what it says;
+//! 6. every mismatch is reported, each with its JSON path, and so is every path that matched.
+
+use std::fmt;
+
+use serde_json::Value;
+
+use super::matchers::{Matcher, MatcherKind, is_rfc3339, is_uuid};
+use super::path::{kind, push_member};
+
+/// How a shape is matched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ShapeOptions {
+    /// Members the shape does not list are mismatches (default false: ignored).
+    pub exact: bool,
+    /// Member names must match in case (default false).
+    pub case_sensitive: bool,
+}
+
+impl ShapeOptions {
+    /// Partial, case-insensitive: the default.
+    pub const PARTIAL: ShapeOptions = ShapeOptions {
+        exact: false,
+        case_sensitive: false,
+    };
+
+    /// Exact, case-insensitive.
+    pub const EXACT: ShapeOptions = ShapeOptions {
+        exact: true,
+        case_sensitive: false,
+    };
+}
+
+/// One way a document differs from a shape.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShapeMismatch {
+    /// Where: `$.items[0].sku`.
+    pub path: String,
+    /// What: `values differ`, `property is missing`, …
+    pub reason: String,
+    /// What the shape wanted, as JSON or a matcher's description.
+    pub expected: String,
+    /// What the document had, as JSON (or `<missing>`).
+    pub actual: String,
+}
+
+impl fmt::Display for ShapeMismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "[{}]: {}. (Expected: {}, Actual: {})",
+            self.path, self.reason, self.expected, self.actual
+        )
+    }
+}
+
+/// The outcome of matching a document against a shape.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ShapeReport {
+    /// Every mismatch, in document order.
+    pub mismatches: Vec<ShapeMismatch>,
+    /// Every path the shape named and the document matched (members and elements).
+    pub matched: Vec<String>,
+}
+
+impl ShapeReport {
+    /// True when there is no mismatch.
+    pub fn is_match(&self) -> bool {
+        self.mismatches.is_empty()
+    }
+}
+
+/// A shape did not match: every mismatch, and the paths that did match.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("Shape mismatch failed with {} error(s):\n{}", .mismatches.len(), .mismatches.iter().map(|m| format!("- {m}")).collect::<Vec<_>>().join("\n"))]
+pub struct JsonShapeMismatchError {
+    /// Every mismatch.
+    pub mismatches: Vec<ShapeMismatch>,
+    /// The paths that matched.
+    pub matched_properties: Vec<String>,
+}
+
+/// Longest text of a value shown in a mismatch.
+const SHOWN: usize = 200;
+
+fn show(value: &Value) -> String {
+    let text = value.to_string();
+    match text.char_indices().nth(SHOWN) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
+    }
+}
+
+fn show_expected(shape: &Value) -> String {
+    match Matcher::from_shape(shape) {
+        Some(Ok(kind)) => kind.describe(),
+        _ => show(shape),
+    }
+}
+
+fn numbers_equal(a: &serde_json::Number, b: &serde_json::Number) -> bool {
+    match (a.as_i64(), b.as_i64(), a.as_u64(), b.as_u64()) {
+        (Some(x), Some(y), _, _) => x == y,
+        (_, _, Some(x), Some(y)) => x == y,
+        _ => a.as_f64().zip(b.as_f64()).is_some_and(|(x, y)| x == y),
+    }
+}
+
+/// Deep equality with numbers compared by value.
+pub(crate) fn values_equal(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => numbers_equal(x, y),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| values_equal(p, q))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| values_equal(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+fn compare(a: &serde_json::Number, b: &serde_json::Number) -> Option<std::cmp::Ordering> {
+    match (a.as_i64(), b.as_i64()) {
+        (Some(x), Some(y)) => Some(x.cmp(&y)),
+        _ => match (a.as_u64(), b.as_u64()) {
+            (Some(x), Some(y)) => Some(x.cmp(&y)),
+            _ => a.as_f64()?.partial_cmp(&b.as_f64()?),
+        },
+    }
+}
+
+struct Walk<'o> {
+    options: &'o ShapeOptions,
+    report: ShapeReport,
+}
+
+impl Walk<'_> {
+    fn mismatch(&mut self, path: &str, reason: impl Into<String>, expected: String, actual: String) {
+        self.report.mismatches.push(ShapeMismatch {
+            path: path.to_owned(),
+            reason: reason.into(),
+            expected,
+            actual,
+        });
+    }
+
+    fn find_member<'a>(
+        &self,
+        map: &'a serde_json::Map<String, Value>,
+        name: &str,
+    ) -> Option<(&'a String, &'a Value)> {
+        if let Some((k, v)) = map.get_key_value(name) {
+            return Some((k, v));
+        }
+        if self.options.case_sensitive {
+            return None;
+        }
+        map.iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name) || k.to_lowercase() == name.to_lowercase())
+    }
+
+    /// Matches `actual` at `path` against `shape`; records the path as matched when nothing
+    /// under it mismatched.
+    fn node(&mut self, path: &str, shape: &Value, actual: &Value) {
+        let before = self.report.mismatches.len();
+        self.node_inner(path, shape, actual);
+        if self.report.mismatches.len() == before && path != "$" {
+            self.report.matched.push(path.to_owned());
+        }
+    }
+
+    fn node_inner(&mut self, path: &str, shape: &Value, actual: &Value) {
+        if let Some(matcher) = Matcher::from_shape(shape) {
+            match matcher {
+                Ok(kind) => self.matcher(path, &kind, actual),
+                Err(why) => self.mismatch(path, why, show(shape), show(actual)),
+            }
+            return;
+        }
+        match (shape, actual) {
+            (Value::Object(expected), Value::Object(got)) => {
+                for (name, member_shape) in expected {
+                    let mut member_path = path.to_owned();
+                    match self.find_member(got, name) {
+                        Some((actual_name, value)) => {
+                            push_member(&mut member_path, actual_name);
+                            if let Some(Ok(MatcherKind::Absent)) = Matcher::from_shape(member_shape) {
+                                self.mismatch(
+                                    &member_path,
+                                    "property should be absent",
+                                    "absent".into(),
+                                    show(value),
+                                );
+                            } else {
+                                self.node(&member_path, member_shape, value);
+                            }
+                        }
+                        None => {
+                            push_member(&mut member_path, name);
+                            match Matcher::from_shape(member_shape) {
+                                Some(Ok(MatcherKind::Absent)) => {}
+                                _ => self.mismatch(
+                                    &member_path,
+                                    "property is missing",
+                                    show_expected(member_shape),
+                                    "<missing>".into(),
+                                ),
+                            }
+                        }
+                    }
+                }
+                if self.options.exact {
+                    for (name, value) in got {
+                        let listed = expected.keys().any(|k| {
+                            k == name
+                                || (!self.options.case_sensitive
+                                    && (k.eq_ignore_ascii_case(name)
+                                        || k.to_lowercase() == name.to_lowercase()))
+                        });
+                        if !listed {
+                            let mut member_path = path.to_owned();
+                            push_member(&mut member_path, name);
+                            self.mismatch(
+                                &member_path,
+                                "unexpected property",
+                                "<not in the shape>".into(),
+                                show(value),
+                            );
+                        }
+                    }
+                }
+            }
+            (Value::Array(expected), Value::Array(got)) => {
+                if expected.len() != got.len() {
+                    self.mismatch(
+                        path,
+                        "array length differs",
+                        format!("{} item(s)", expected.len()),
+                        format!("{} item(s)", got.len()),
+                    );
+                }
+                for (i, (item_shape, item)) in expected.iter().zip(got).enumerate() {
+                    self.node(&format!("{path}[{i}]"), item_shape, item);
+                }
+            }
+            (Value::Number(x), Value::Number(y)) => {
+                if !numbers_equal(x, y) {
+                    self.mismatch(path, "values differ", show(shape), show(actual));
+                }
+            }
+            (Value::Object(_), _) | (Value::Array(_), _) => {
+                self.mismatch(
+                    path,
+                    format!("types differ: expected {}, found {}", kind(shape), kind(actual)),
+                    show(shape),
+                    show(actual),
+                );
+            }
+            _ => {
+                if shape != actual {
+                    let reason = if std::mem::discriminant(shape) == std::mem::discriminant(actual) {
+                        "values differ".to_owned()
+                    } else {
+                        format!("types differ: expected {}, found {}", kind(shape), kind(actual))
+                    };
+                    self.mismatch(path, reason, show(shape), show(actual));
+                }
+            }
+        }
+    }
+
+    /// Whether `actual` matches `shape`, without recording anything.
+    fn dry_run(&self, shape: &Value, actual: &Value) -> bool {
+        let mut probe = Walk {
+            options: self.options,
+            report: ShapeReport::default(),
+        };
+        probe.node_inner("$", shape, actual);
+        probe.report.mismatches.is_empty()
+    }
+
+    fn matcher(&mut self, path: &str, kind: &MatcherKind, actual: &Value) {
+        let fail = |walk: &mut Self, reason: &str| walk.mismatch(path, reason, kind.describe(), show(actual));
+        let number = |v: &Value| v.as_number().cloned();
+        let ordered = |bound: &serde_json::Number, ok: fn(std::cmp::Ordering) -> bool| {
+            number(actual).and_then(|n| compare(&n, bound)).is_some_and(ok)
+        };
+        let length = || match actual {
+            Value::String(s) => Some(s.chars().count()),
+            Value::Array(a) => Some(a.len()),
+            Value::Object(o) => Some(o.len()),
+            _ => None,
+        };
+        let ok = match kind {
+            MatcherKind::NotNull => !actual.is_null(),
+            MatcherKind::GreaterThan { value } => ordered(value, |o| o.is_gt()),
+            MatcherKind::GreaterOrEqual { value } => ordered(value, |o| o.is_ge()),
+            MatcherKind::LessThan { value } => ordered(value, |o| o.is_lt()),
+            MatcherKind::LessOrEqual { value } => ordered(value, |o| o.is_le()),
+            MatcherKind::Between { low, high } => ordered(low, |o| o.is_ge()) && ordered(high, |o| o.is_le()),
+            MatcherKind::AnyString => actual.is_string(),
+            MatcherKind::AnyNumber => actual.is_number(),
+            MatcherKind::AnyBool => actual.is_boolean(),
+            MatcherKind::AnyArray => actual.is_array(),
+            MatcherKind::AnyObject => actual.is_object(),
+            MatcherKind::Matches { pattern } => match regex::Regex::new(pattern) {
+                Ok(re) => actual.as_str().is_some_and(|s| re.is_match(s)),
+                Err(e) => {
+                    let reason = format!(
+                        "the pattern is not a valid regex ({})",
+                        e.to_string().lines().last().unwrap_or("")
+                    );
+                    return fail(self, &reason);
+                }
+            },
+            MatcherKind::OneOf { values } => values.iter().any(|v| values_equal(v, actual)),
+            MatcherKind::StringContaining { text } => {
+                actual.as_str().is_some_and(|s| s.contains(text.as_str()))
+            }
+            MatcherKind::Uuid => actual.as_str().is_some_and(is_uuid),
+            MatcherKind::DateTime => actual.as_str().is_some_and(is_rfc3339),
+            MatcherKind::Len { len } => length() == Some(*len),
+            MatcherKind::LenBetween { low, high } => length().is_some_and(|n| *low <= n && n <= *high),
+            MatcherKind::ArrayContaining { items } => {
+                let Value::Array(elements) = actual else {
+                    return fail(self, "expected an array");
+                };
+                let mut used = vec![false; elements.len()];
+                let mut missing = Vec::new();
+                for item in items {
+                    let found = (0..elements.len()).find(|&i| !used[i] && self.dry_run(item, &elements[i]));
+                    match found {
+                        Some(i) => used[i] = true,
+                        None => missing.push(show_expected(item)),
+                    }
+                }
+                if missing.is_empty() {
+                    true
+                } else {
+                    return self.mismatch(
+                        path,
+                        format!("no element matches {}", missing.join(", ")),
+                        kind.describe(),
+                        show(actual),
+                    );
+                }
+            }
+            MatcherKind::Each { shape } => {
+                let Value::Array(elements) = actual else {
+                    return fail(self, "expected an array");
+                };
+                for (i, element) in elements.iter().enumerate() {
+                    self.node(&format!("{path}[{i}]"), shape, element);
+                }
+                return;
+            }
+            MatcherKind::Absent => {
+                return fail(
+                    self,
+                    "absent() only applies to an object member, and this value is there",
+                );
+            }
+            MatcherKind::Not { matcher } => {
+                if matches!(**matcher, MatcherKind::Absent) {
+                    // A member that is there: reaching here means it is.
+                    true
+                } else {
+                    let mut probe = Walk {
+                        options: self.options,
+                        report: ShapeReport::default(),
+                    };
+                    probe.matcher("$", matcher, actual);
+                    !probe.report.mismatches.is_empty()
+                }
+            }
+        };
+        if !ok {
+            let reason = match kind {
+                MatcherKind::GreaterThan { .. }
+                | MatcherKind::GreaterOrEqual { .. }
+                | MatcherKind::LessThan { .. }
+                | MatcherKind::LessOrEqual { .. }
+                | MatcherKind::Between { .. }
+                    if !actual.is_number() =>
+                {
+                    format!("expected a number, found {}", kind_of(actual))
+                }
+                _ => "value does not match".to_owned(),
+            };
+            fail(self, &reason);
+        }
+    }
+}
+
+fn kind_of(value: &Value) -> &'static str {
+    kind(value)
+}
+
+/// Matches `actual` against `shape`.
+///
+/// ```
+/// use kit_core::json::{json_value, match_shape, ShapeOptions};
+/// use serde_json::json;
+///
+/// let actual = json!({ "id": 7, "Quantity": 2, "lines": [ { "sku": "A" } ], "extra": true });
+/// let report = match_shape(
+///     &json!({ "id": json_value::not_null(), "quantity": json_value::greater_than(0), "lines": [ { "sku": "A" } ] }),
+///     &actual,
+///     &ShapeOptions::default(),
+/// );
+/// assert!(report.is_match());
+/// assert_eq!(report.matched, ["$.id", "$.Quantity", "$.lines[0].sku", "$.lines[0]", "$.lines"]);
+///
+/// let exact = match_shape(&json!({ "id": 8 }), &actual, &ShapeOptions::EXACT);
+/// assert_eq!(exact.mismatches.len(), 4, "the id differs, and three members are not in the shape");
+/// assert_eq!(exact.mismatches[0].to_string(), "[$.id]: values differ. (Expected: 8, Actual: 7)");
+/// ```
+pub fn match_shape(shape: &Value, actual: &Value, options: &ShapeOptions) -> ShapeReport {
+    let mut walk = Walk {
+        options,
+        report: ShapeReport::default(),
+    };
+    walk.node("$", shape, actual);
+    walk.report
+}

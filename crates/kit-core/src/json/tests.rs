@@ -1,0 +1,408 @@
+//! The shape rules and every matcher, on documents; the REST crate's tests repeat the rules
+//! against real responses.
+
+use serde_json::{Value, json};
+
+use super::*;
+
+fn mismatches(shape: Value, actual: Value, options: ShapeOptions) -> Vec<String> {
+    match_shape(&shape, &actual, &options)
+        .mismatches
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
+fn partial(shape: Value, actual: Value) -> Vec<String> {
+    mismatches(shape, actual, ShapeOptions::default())
+}
+
+#[test]
+fn rule_objects_match_partially() {
+    assert!(partial(json!({ "a": 1 }), json!({ "a": 1, "b": 2 })).is_empty());
+    assert_eq!(
+        partial(json!({ "a": 1, "c": 3 }), json!({ "a": 1 })),
+        ["[$.c]: property is missing. (Expected: 3, Actual: <missing>)"]
+    );
+}
+
+#[test]
+fn rule_arrays_match_exactly_by_length_and_position() {
+    assert!(partial(json!([1, 2]), json!([1, 2])).is_empty());
+    assert_eq!(
+        partial(json!([1, 2]), json!([2, 1, 3])),
+        [
+            "[$]: array length differs. (Expected: 2 item(s), Actual: 3 item(s))",
+            "[$[0]]: values differ. (Expected: 1, Actual: 2)",
+            "[$[1]]: values differ. (Expected: 2, Actual: 1)",
+        ]
+    );
+}
+
+#[test]
+fn rule_names_are_case_insensitive_by_default() {
+    assert!(partial(json!({ "Quantity": 2 }), json!({ "quantity": 2 })).is_empty());
+    let sensitive = ShapeOptions {
+        case_sensitive: true,
+        ..ShapeOptions::default()
+    };
+    assert_eq!(
+        mismatches(json!({ "Quantity": 2 }), json!({ "quantity": 2 }), sensitive),
+        ["[$.Quantity]: property is missing. (Expected: 2, Actual: <missing>)"]
+    );
+    // The exact spelling is preferred when both are there.
+    assert!(partial(json!({ "a": 1 }), json!({ "A": 2, "a": 1 })).is_empty());
+}
+
+#[test]
+fn rule_scalars_match_equal_values_numbers_by_value() {
+    assert!(
+        partial(
+            json!({ "n": 1, "f": 2.5, "s": "x", "b": true, "z": null }),
+            json!({ "n": 1.0, "f": 2.5, "s": "x", "b": true, "z": null })
+        )
+        .is_empty()
+    );
+    assert_eq!(
+        partial(json!({ "s": "1", "n": 1 }), json!({ "s": 1, "n": "1" })),
+        [
+            "[$.s]: types differ: expected a string, found a number. (Expected: \"1\", Actual: 1)",
+            "[$.n]: types differ: expected a number, found a string. (Expected: 1, Actual: \"1\")",
+        ]
+    );
+    assert_eq!(
+        partial(json!({ "o": { "x": 1 } }), json!({ "o": [1] })),
+        ["[$.o]: types differ: expected an object, found an array. (Expected: {\"x\":1}, Actual: [1])"]
+    );
+}
+
+#[test]
+fn rule_exact_mode_flags_every_unlisted_field_at_every_depth() {
+    assert_eq!(
+        mismatches(
+            json!({ "a": { "b": 1 } }),
+            json!({ "a": { "b": 1, "c": 2 }, "d": [] }),
+            ShapeOptions::EXACT
+        ),
+        [
+            "[$.a.c]: unexpected property. (Expected: <not in the shape>, Actual: 2)",
+            "[$.d]: unexpected property. (Expected: <not in the shape>, Actual: [])",
+        ]
+    );
+}
+
+#[test]
+fn rule_every_mismatch_is_reported_at_once_with_its_path() {
+    let found = partial(
+        json!({ "id": 1, "lines": [ { "sku": "A", "qty": 2 } ], "customer": { "name": "Ada", "tier": "gold" }, "total": 10 }),
+        json!({ "id": 2, "lines": [ { "sku": "B", "qty": 2 } ], "customer": { "name": "Ada" }, "total": "10", "weird key": 1 }),
+    );
+    assert_eq!(found.len(), 4, "{found:#?}");
+    assert!(found[1].starts_with("[$.lines[0].sku]: values differ"));
+    assert!(found[2].starts_with("[$.customer.tier]: property is missing"));
+}
+
+#[test]
+fn matched_paths_are_reported_for_coverage() {
+    let report = match_shape(
+        &json!({ "id": json_value::not_null(), "lines": json_value::each(json!({ "sku": json_value::any_string() })) }),
+        &json!({ "id": 1, "lines": [ { "sku": "A", "qty": 1 }, { "sku": "B" } ], "x": 0 }),
+        &ShapeOptions::default(),
+    );
+    assert!(report.is_match());
+    assert_eq!(
+        report.matched,
+        [
+            "$.id",
+            "$.lines[0].sku",
+            "$.lines[0]",
+            "$.lines[1].sku",
+            "$.lines[1]",
+            "$.lines"
+        ]
+    );
+    let odd = match_shape(
+        &json!({ "a b": 1 }),
+        &json!({ "a b": 1 }),
+        &ShapeOptions::default(),
+    );
+    assert_eq!(odd.matched, ["$[\"a b\"]"]);
+}
+
+/// (matcher, values it matches, values it does not).
+fn matcher_cases() -> Vec<(&'static str, Matcher, Vec<Value>, Vec<Value>)> {
+    use json_value::*;
+    vec![
+        (
+            "not_null",
+            not_null(),
+            vec![json!(0), json!(""), json!([])],
+            vec![json!(null)],
+        ),
+        (
+            "greater_than",
+            greater_than(2),
+            vec![json!(3), json!(2.5)],
+            vec![json!(2), json!(1), json!("3")],
+        ),
+        (
+            "greater_or_equal",
+            greater_or_equal(2),
+            vec![json!(2), json!(2.0), json!(9)],
+            vec![json!(1.99)],
+        ),
+        (
+            "less_than",
+            less_than(0),
+            vec![json!(-1), json!(-0.5)],
+            vec![json!(0), json!(null)],
+        ),
+        (
+            "less_or_equal",
+            less_or_equal(1.5),
+            vec![json!(1.5), json!(1)],
+            vec![json!(2)],
+        ),
+        (
+            "between",
+            between(1, 3),
+            vec![json!(1), json!(2.2), json!(3)],
+            vec![json!(0), json!(3.01)],
+        ),
+        (
+            "any_string",
+            any_string(),
+            vec![json!(""), json!("x")],
+            vec![json!(1), json!(null)],
+        ),
+        (
+            "any_number",
+            any_number(),
+            vec![json!(0), json!(-2.5)],
+            vec![json!("1")],
+        ),
+        (
+            "any_bool",
+            any_bool(),
+            vec![json!(true), json!(false)],
+            vec![json!(0)],
+        ),
+        (
+            "any_array",
+            any_array(),
+            vec![json!([]), json!([1])],
+            vec![json!({})],
+        ),
+        (
+            "any_object",
+            any_object(),
+            vec![json!({}), json!({ "a": 1 })],
+            vec![json!([])],
+        ),
+        (
+            "matches",
+            matches("^[A-Z]-\\d+$"),
+            vec![json!("A-1"), json!("Z-99")],
+            vec![json!("a-1"), json!("A-1x"), json!(1)],
+        ),
+        (
+            "one_of",
+            one_of(["placed", "shipped"]),
+            vec![json!("placed")],
+            vec![json!("lost"), json!(null)],
+        ),
+        ("one_of numbers", one_of([1, 2]), vec![json!(2.0)], vec![json!(3)]),
+        (
+            "string_containing",
+            string_containing("ord"),
+            vec![json!("order"), json!("ord")],
+            vec![json!("Order"), json!(1)],
+        ),
+        (
+            "uuid",
+            uuid(),
+            vec![json!("0193a0b4-6f3c-7cc2-9a4e-0f3f9d8a1b2c")],
+            vec![json!("0193a0b4"), json!("not-a-uuid-at-all-here")],
+        ),
+        (
+            "date_time",
+            date_time(),
+            vec![
+                json!("2026-11-22T10:00:00Z"),
+                json!("2026-11-22T10:00:00.5+01:00"),
+            ],
+            vec![json!("2026-11-22"), json!("yesterday")],
+        ),
+        (
+            "len",
+            len(2),
+            vec![json!("ab"), json!([1, 2]), json!({ "a": 1, "b": 2 }), json!("éé")],
+            vec![json!("abc"), json!(12)],
+        ),
+        (
+            "len_between",
+            len_between(1, 2),
+            vec![json!([1]), json!("ab")],
+            vec![json!([]), json!("abc")],
+        ),
+        (
+            "array_containing",
+            array_containing([json!(2), json!({ "k": any_string() })]),
+            vec![json!([{ "k": "v" }, 1, 2]), json!([2, { "k": "x", "j": 1 }])],
+            vec![json!([2]), json!([{ "k": 1 }, 2]), json!("2")],
+        ),
+        (
+            "array_containing distinct",
+            array_containing([1, 1]),
+            vec![json!([1, 2, 1])],
+            vec![json!([1, 2])],
+        ),
+        (
+            "each",
+            each(json!({ "sku": any_string() })),
+            vec![json!([]), json!([{ "sku": "a" }, { "sku": "b", "n": 1 }])],
+            vec![json!([{ "sku": 1 }]), json!({})],
+        ),
+        (
+            "not",
+            not(one_of(["cancelled"])),
+            vec![json!("placed"), json!(null)],
+            vec![json!("cancelled")],
+        ),
+        (
+            "not of a type",
+            not(any_string()),
+            vec![json!(1)],
+            vec![json!("x")],
+        ),
+    ]
+}
+
+#[test]
+fn every_matcher_matches_what_it_says_and_nothing_else() {
+    for (name, matcher, good, bad) in matcher_cases() {
+        let shape = json!({ "v": matcher });
+        for value in good {
+            let found = partial(shape.clone(), json!({ "v": value }));
+            assert!(found.is_empty(), "{name} should match {value}: {found:?}");
+        }
+        for value in bad {
+            let found = partial(shape.clone(), json!({ "v": value }));
+            assert_eq!(found.len(), 1, "{name} should not match {value}: {found:?}");
+        }
+    }
+}
+
+#[test]
+fn absent_and_not_absent_talk_about_members() {
+    use json_value::*;
+    assert!(partial(json!({ "discount": absent() }), json!({ "total": 1 })).is_empty());
+    assert_eq!(
+        partial(json!({ "discount": absent() }), json!({ "discount": 5 })),
+        ["[$.discount]: property should be absent. (Expected: absent, Actual: 5)"]
+    );
+    assert!(partial(json!({ "discount": not(absent()) }), json!({ "discount": null })).is_empty());
+    assert_eq!(
+        partial(json!({ "discount": not(absent()) }), json!({})),
+        ["[$.discount]: property is missing. (Expected: not absent, Actual: <missing>)"]
+    );
+    assert_eq!(
+        partial(json!([absent()]), json!([1])),
+        [
+            "[$[0]]: absent() only applies to an object member, and this value is there. (Expected: absent, Actual: 1)"
+        ]
+    );
+}
+
+#[test]
+fn matcher_mismatches_read_well() {
+    use json_value::*;
+    assert_eq!(
+        partial(json!({ "quantity": greater_than(0) }), json!({ "quantity": -1 })),
+        ["[$.quantity]: value does not match. (Expected: greater than 0, Actual: -1)"]
+    );
+    assert_eq!(
+        partial(
+            json!({ "quantity": greater_than(0) }),
+            json!({ "quantity": "many" })
+        ),
+        ["[$.quantity]: expected a number, found a string. (Expected: greater than 0, Actual: \"many\")"]
+    );
+    let invalid = &partial(json!({ "sku": matches("([") }), json!({ "sku": "x" }))[0];
+    assert!(
+        invalid.starts_with("[$.sku]: the pattern is not a valid regex (error: "),
+        "{invalid}"
+    );
+    assert!(
+        invalid.ends_with("). (Expected: a string matching /([/, Actual: \"x\")"),
+        "{invalid}"
+    );
+    assert_eq!(
+        partial(
+            json!({ "tags": array_containing(["gift", "rush"]) }),
+            json!({ "tags": ["gift"] })
+        ),
+        [
+            "[$.tags]: no element matches \"rush\". (Expected: an array containing \"gift\", \"rush\", Actual: [\"gift\"])"
+        ]
+    );
+}
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn any_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            (-1e12f64..1e12).prop_map(Value::from),
+            "[a-z ]{0,8}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                proptest::collection::btree_map("[a-zA-Z]{1,5}", inner, 0..6)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(500))]
+
+        #[test]
+        fn any_value_matches_itself_partially_and_exactly(value in any_json()) {
+            prop_assert!(match_shape(&value, &value, &ShapeOptions::default()).is_match());
+            prop_assert!(match_shape(&value, &value, &ShapeOptions::EXACT).is_match());
+        }
+
+        #[test]
+        fn a_field_added_to_the_document_breaks_exact_mode_only(
+            fields in proptest::collection::btree_map("[a-z]{1,5}", any_json(), 0..6),
+            extra in any_json(),
+        ) {
+            let shape = Value::Object(fields.clone().into_iter().collect());
+            let mut actual = fields;
+            actual.insert("added_field_x".into(), extra);
+            let actual = Value::Object(actual.into_iter().collect());
+            prop_assert!(match_shape(&shape, &actual, &ShapeOptions::default()).is_match());
+            let exact = match_shape(&shape, &actual, &ShapeOptions::EXACT);
+            prop_assert_eq!(exact.mismatches.len(), 1);
+            prop_assert_eq!(&exact.mismatches[0].path, "$.added_field_x");
+        }
+
+        #[test]
+        fn reordering_an_array_breaks_the_match(
+            items in proptest::collection::btree_set(any::<i32>(), 2..8),
+            rotation in 1usize..8,
+        ) {
+            let items: Vec<i32> = items.into_iter().collect();
+            let mut reordered = items.clone();
+            reordered.rotate_left(rotation % items.len().max(1));
+            prop_assume!(reordered != items);
+            prop_assert!(!match_shape(&json!(items), &json!(reordered), &ShapeOptions::default()).is_match());
+        }
+    }
+}

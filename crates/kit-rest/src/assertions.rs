@@ -1,0 +1,766 @@
+//! Assertions on a response: `response.should()…` and `response.should_not()…`.
+//!
+//! Each assertion checks, records its `assert.*` operation under the request's
+//! `http.request` operation, and returns the same facade so calls chain. A failed assertion
+//! panics (a Rust test fails by panicking) with the typed error as the payload, so
+//! `std::panic::catch_unwind` plus `downcast_ref` recovers it, and its message prints.
+//!
+//! | assertion | holds when |
+//! | --- | --- |
+//! | `have_http_status(code)` | the status is exactly `code` |
+//! | `have_content_type(media)` | the media type, without parameters, equals `media` ignoring case |
+//! | `have_header(name)` | a header of that name is in the response or content headers |
+//! | `have_header_value(name, value)` | any value of that header equals `value` exactly |
+//! | `have_cookie(name)` | a `Set-Cookie` sets a cookie of that name (names are case-sensitive) |
+//! | `have_cookie_value(name, value)` | such a cookie's value (before the first `;`) equals `value` exactly |
+//! | `have_redirect_location(location)` | `Location` equals `location` exactly, as it arrived |
+//! | `match_shape(shape)`, `match_shape_exact(shape)`, `match_shape_with(shape, options)` | the body matches the shape (`should()` only) |
+
+use std::error::Error as StdError;
+use std::fmt;
+
+use http::StatusCode;
+use kit_core::json::{JsonPathError, JsonShapeMismatchError, ShapeMismatch, ShapeOptions, match_shape};
+use kit_core::{Attachment, Attributes, Observation, OperationStarted, OperationStatus, semconv};
+use serde::Serialize;
+
+use crate::response::{Body, RestResponse};
+use crate::settings;
+
+/// A status assertion failed.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RestStatusAssertionError {
+    /// The status the assertion named.
+    pub expected: StatusCode,
+    /// The status the response had.
+    pub actual: StatusCode,
+    /// The response body, sanitized and cut at the smaller of the attachment and response
+    /// options' diagnostic caps.
+    pub body: String,
+    /// True for `should_not()`.
+    pub negated: bool,
+    message: String,
+}
+
+impl fmt::Display for RestStatusAssertionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl StdError for RestStatusAssertionError {}
+
+/// What lies behind a [`RestAssertionError`].
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum AssertionCause {
+    /// A shape did not match.
+    Shape(JsonShapeMismatchError),
+    /// A JSON path did not resolve.
+    Path(JsonPathError),
+    /// The body did not deserialize into the type asked for.
+    Json(serde_json::Error),
+}
+
+/// An assertion or a read failed. For a shape, `source()` is the
+/// [`JsonShapeMismatchError`]; for a path, the [`JsonPathError`]; for a read into the wrong
+/// type, serde_json's error.
+#[derive(Debug)]
+pub struct RestAssertionError {
+    message: String,
+    cause: Option<AssertionCause>,
+}
+
+impl RestAssertionError {
+    pub(crate) fn new(message: String, cause: Option<AssertionCause>) -> Self {
+        RestAssertionError { message, cause }
+    }
+
+    /// The message, as printed.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The shape mismatches, for a shape assertion.
+    pub fn shape_mismatch(&self) -> Option<&JsonShapeMismatchError> {
+        match &self.cause {
+            Some(AssertionCause::Shape(e)) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The path error, for a read or an assertion by path.
+    pub fn path_error(&self) -> Option<&JsonPathError> {
+        match &self.cause {
+            Some(AssertionCause::Path(e)) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for RestAssertionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl StdError for RestAssertionError {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        match &self.cause {
+            Some(AssertionCause::Shape(e)) => Some(e),
+            Some(AssertionCause::Path(e)) => Some(e),
+            Some(AssertionCause::Json(e)) => Some(e),
+            None => None,
+        }
+    }
+}
+
+/// `201 Created`, or the code alone.
+pub(crate) fn status_text(status: StatusCode) -> String {
+    match status.canonical_reason() {
+        Some(reason) => format!("{} {reason}", status.as_u16()),
+        None => status.as_u16().to_string(),
+    }
+}
+
+/// `'a', 'b'`, or `missing`.
+fn quoted_list(values: &[String]) -> String {
+    if values.is_empty() {
+        "missing".to_owned()
+    } else {
+        values
+            .iter()
+            .map(|v| format!("'{v}'"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// Positive assertions: `response.should()`.
+#[derive(Debug, Clone, Copy)]
+pub struct RestShouldAssertions<'r> {
+    response: &'r RestResponse,
+}
+
+/// Negated assertions: `response.should_not()`. Shapes have no negated form.
+#[derive(Debug, Clone, Copy)]
+pub struct RestAssertions<'r> {
+    response: &'r RestResponse,
+}
+
+/// What an assertion found, before deciding.
+struct Check {
+    operation: &'static str,
+    display: String,
+    expected: String,
+    actual: String,
+    holds: bool,
+}
+
+impl RestResponse {
+    /// Records the assertion and, when it does not hold (or holds, negated), fails the test.
+    fn decide(&self, check: Check, negated: bool, message: impl FnOnce() -> String) {
+        let ok = check.holds != negated;
+        let mut attributes = Attributes::with_capacity(5)
+            .with(semconv::ASSERTION_EXPECTED, check.expected)
+            .with(semconv::ASSERTION_ACTUAL, check.actual)
+            .with(semconv::KIT_CLIENT, self.client_target())
+            .with(semconv::ASSERTION_RESULT, ok);
+        if negated {
+            attributes.push(semconv::ASSERTION_NEGATED, true);
+        }
+        let display = if negated {
+            format!("not {}", check.display)
+        } else {
+            check.display
+        };
+        let operation = self.context().start_operation(
+            Some(self.request_id()),
+            OperationStarted::new(check.operation, display)
+                .with_entity(format!("client:reqwest::Client:Rest:{}", self.client_target()))
+                .with_attributes(attributes),
+        );
+        if ok {
+            operation.end(OperationStatus::Ok, Attributes::new());
+            return;
+        }
+        let message = self.finish_message(message(), true);
+        operation.end(
+            OperationStatus::Error {
+                message: message.clone(),
+            },
+            Attributes::new(),
+        );
+        std::panic::panic_any(RestAssertionError::new(message, None));
+    }
+
+    /// `message`, with known secrets replaced and the request/response summary after it.
+    pub(crate) fn finish_message(&self, message: String, with_body: bool) -> String {
+        let sanitizer = settings::sanitizer(self.context());
+        let mut out = message;
+        out.push_str(&format!(
+            "\n  request:  {} {} (request {})",
+            self.method(),
+            self.url(),
+            self.request_id()
+        ));
+        let media = self
+            .content_headers()
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(|ct| format!(", {ct}"))
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "\n  response: {}{media}, {} bytes",
+            status_text(self.status_code()),
+            self.content_bytes().len()
+        ));
+        if with_body && !self.content_bytes().is_empty() {
+            out.push_str(&format!("\n  body:     {}", self.body_excerpt()));
+        }
+        sanitizer.text(&out)
+    }
+
+    /// The first lines of the sanitized body, for a failure's summary.
+    fn body_excerpt(&self) -> String {
+        let shown = self.sanitized_body(600);
+        let lines: Vec<&str> = shown.lines().take(5).collect();
+        let mut excerpt = lines.join("\n            ");
+        if shown.lines().count() > 5 {
+            excerpt.push_str("\n            …");
+        }
+        excerpt
+    }
+
+    /// The body, sanitized, cut at `cap` characters.
+    pub(crate) fn sanitized_body(&self, cap: usize) -> String {
+        let sanitizer = settings::sanitizer(self.context()).with_max_body_length(cap);
+        let content_type = self
+            .content_headers()
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok());
+        sanitizer.body(content_type, self.content_bytes())
+    }
+
+    fn header_values(&self, name: &str) -> Vec<String> {
+        self.headers()
+            .get_all(name)
+            .iter()
+            .chain(self.content_headers().get_all(name).iter())
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+            .collect()
+    }
+
+    /// Values as a message may show them: a sensitive header's (or a known secret) redacted.
+    fn shown_values(&self, header: &str, values: &[String]) -> Vec<String> {
+        let sanitizer = settings::sanitizer(self.context());
+        values
+            .iter()
+            .map(|v| sanitizer.header(header, &[v.as_str()]))
+            .collect()
+    }
+
+    /// `(name, value)` of every cookie the response sets.
+    fn cookies(&self) -> Vec<(String, String)> {
+        self.header_values("set-cookie")
+            .iter()
+            .filter_map(|c| {
+                let pair = c.split(';').next()?;
+                let (name, value) = pair.split_once('=')?;
+                Some((name.trim().to_owned(), value.trim().to_owned()))
+            })
+            .collect()
+    }
+
+    fn status_check(&self, expected: StatusCode, negated: bool) {
+        let actual = self.status_code();
+        let holds = actual == expected;
+        if holds != negated {
+            self.decide(
+                Check {
+                    operation: semconv::OP_ASSERT_STATUS,
+                    display: format!("status {}", status_text(expected)),
+                    expected: expected.as_u16().to_string(),
+                    actual: actual.as_u16().to_string(),
+                    holds,
+                },
+                negated,
+                String::new,
+            );
+            return;
+        }
+        // A failure: the status error carries the body, cut at the smaller of the two caps.
+        let settings = settings::for_response(self.context());
+        let cap = settings.0.min(settings.1);
+        let body = self.sanitized_body(cap);
+        let first = if negated {
+            format!(
+                "{} - Expected status not to be {}, but it was.",
+                self.request_label(),
+                status_text(expected)
+            )
+        } else {
+            format!(
+                "{} - Expected status {}, but it was {}.",
+                self.request_label(),
+                status_text(expected),
+                status_text(actual)
+            )
+        };
+        let mut message = self.finish_message(first, false);
+        if !body.is_empty() {
+            message.push_str("\n  body:\n");
+            message.push_str(&body);
+        }
+        let mut attributes = Attributes::with_capacity(5)
+            .with(semconv::ASSERTION_EXPECTED, expected.as_u16())
+            .with(semconv::ASSERTION_ACTUAL, actual.as_u16())
+            .with(semconv::KIT_CLIENT, self.client_target())
+            .with(semconv::ASSERTION_RESULT, false);
+        if negated {
+            attributes.push(semconv::ASSERTION_NEGATED, true);
+        }
+        let display = format!(
+            "{}status {}",
+            if negated { "not " } else { "" },
+            status_text(expected)
+        );
+        let operation = self.context().start_operation(
+            Some(self.request_id()),
+            OperationStarted::new(semconv::OP_ASSERT_STATUS, display)
+                .with_entity(format!("client:reqwest::Client:Rest:{}", self.client_target()))
+                .with_attributes(attributes),
+        );
+        operation.end(
+            OperationStatus::Error {
+                message: message.clone(),
+            },
+            Attributes::new(),
+        );
+        std::panic::panic_any(RestStatusAssertionError {
+            expected,
+            actual,
+            body,
+            negated,
+            message,
+        });
+    }
+
+    fn content_type_check(&self, media_type: &str, negated: bool) {
+        let actual = self
+            .content_headers()
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let media = |ct: &str| ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+        let holds = actual.as_deref().is_some_and(|a| media(a) == media(media_type));
+        let shown = actual.clone().unwrap_or_else(|| "missing".into());
+        let label = self.request_label();
+        self.decide(
+            Check {
+                operation: semconv::OP_ASSERT_CONTENT_TYPE,
+                display: format!("content type {media_type}"),
+                expected: media_type.to_owned(),
+                actual: shown.clone(),
+                holds,
+            },
+            negated,
+            || match (negated, actual) {
+                (true, _) => {
+                    format!("{label} - Expected content type not to be '{media_type}', but it was '{shown}'.")
+                }
+                (false, Some(a)) => {
+                    format!("{label} - Expected content type '{media_type}', but it was '{a}'.")
+                }
+                (false, None) => {
+                    format!("{label} - Expected content type '{media_type}', but the response has none.")
+                }
+            },
+        );
+    }
+
+    fn header_check(&self, name: &str, value: Option<&str>, negated: bool) {
+        let values = self.header_values(name);
+        let shown = self.shown_values(name, &values);
+        let label = self.request_label();
+        match value {
+            None => {
+                let holds = !values.is_empty();
+                self.decide(
+                    Check {
+                        operation: semconv::OP_ASSERT_HEADER,
+                        display: format!("header {name}"),
+                        expected: format!("{name} present"),
+                        actual: quoted_list(&shown),
+                        holds,
+                    },
+                    negated,
+                    || {
+                        if negated {
+                            format!(
+                                "{label} - Expected header '{name}' to be absent, but it was present with value {}.",
+                                quoted_list(&shown)
+                            )
+                        } else {
+                            format!("{label} - Expected header '{name}' to be present, but it was missing.")
+                        }
+                    },
+                );
+            }
+            Some(value) => {
+                let holds = values.iter().any(|v| v == value);
+                let sanitizer = settings::sanitizer(self.context());
+                let shown_expected = sanitizer.header(name, &[value]);
+                self.decide(
+                    Check {
+                        operation: semconv::OP_ASSERT_HEADER,
+                        display: format!("header {name}"),
+                        expected: shown_expected.clone(),
+                        actual: quoted_list(&shown),
+                        holds,
+                    },
+                    negated,
+                    || {
+                        if negated {
+                            format!("{label} - Expected header '{name}' not to have value '{shown_expected}', but it did.")
+                        } else {
+                            format!(
+                                "{label} - Expected header '{name}' to have value '{shown_expected}', but it was {}.",
+                                quoted_list(&shown)
+                            )
+                        }
+                    },
+                );
+            }
+        }
+    }
+
+    fn cookie_check(&self, name: &str, value: Option<&str>, negated: bool) {
+        let cookies = self.cookies();
+        let sanitizer = settings::sanitizer(self.context());
+        let label = self.request_label();
+        let set: Vec<String> = cookies
+            .iter()
+            .filter(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+            .collect();
+        let shown: Vec<String> = set
+            .iter()
+            .map(|v| sanitizer.header("Set-Cookie", &[v.as_str()]))
+            .collect();
+        match value {
+            None => self.decide(
+                Check {
+                    operation: semconv::OP_ASSERT_COOKIE,
+                    display: format!("cookie {name}"),
+                    expected: format!("{name} set"),
+                    actual: quoted_list(&shown),
+                    holds: !set.is_empty(),
+                },
+                negated,
+                || {
+                    if negated {
+                        format!("{label} - Expected cookie '{name}' not to be set, but it was set to {}.", quoted_list(&shown))
+                    } else {
+                        let names: Vec<&str> = cookies.iter().map(|(n, _)| n.as_str()).collect();
+                        let others = if names.is_empty() { "none".to_owned() } else { names.join(", ") };
+                        format!("{label} - Expected cookie '{name}' to be set, but it was not (cookies set: {others}).")
+                    }
+                },
+            ),
+            Some(value) => {
+                let shown_expected = sanitizer.header("Set-Cookie", &[value]);
+                self.decide(
+                    Check {
+                        operation: semconv::OP_ASSERT_COOKIE,
+                        display: format!("cookie {name}"),
+                        expected: shown_expected.clone(),
+                        actual: quoted_list(&shown),
+                        holds: set.iter().any(|v| v == value),
+                    },
+                    negated,
+                    || {
+                        if negated {
+                            format!("{label} - Expected cookie '{name}' not to have value '{shown_expected}', but it did.")
+                        } else {
+                            format!(
+                                "{label} - Expected cookie '{name}' to have value '{shown_expected}', but it was {}.",
+                                quoted_list(&shown)
+                            )
+                        }
+                    },
+                )
+            }
+        }
+    }
+
+    fn redirect_check(&self, location: &str, negated: bool) {
+        let values = self.header_values("location");
+        let sanitizer = settings::sanitizer(self.context());
+        let actual = values.first().cloned();
+        let shown_actual = actual.as_deref().map(|a| sanitizer.url(a));
+        let shown_expected = sanitizer.url(location);
+        let label = self.request_label();
+        self.decide(
+            Check {
+                operation: semconv::OP_ASSERT_REDIRECT_LOCATION,
+                display: format!("redirect location {shown_expected}"),
+                expected: shown_expected.clone(),
+                actual: shown_actual.clone().unwrap_or_else(|| "missing".into()),
+                holds: actual.as_deref() == Some(location),
+            },
+            negated,
+            || match (negated, shown_actual) {
+                (true, _) => format!("{label} - Expected redirect location not to be '{shown_expected}', but it was."),
+                (false, Some(a)) => format!("{label} - Expected redirect location '{shown_expected}', but it was '{a}'."),
+                (false, None) => format!(
+                    "{label} - Expected redirect location '{shown_expected}', but the response has no Location header (status {})."
+                    ,
+                    status_text(self.status_code())
+                ),
+            },
+        );
+    }
+
+    /// Matches the body against `shape`, records `assert.json.shape` (and, on a match,
+    /// `http.contract.shape`), attaches the shape when asked to, and fails on a mismatch.
+    pub(crate) fn shape_check(&self, shape: serde_json::Value, target_type: &str, options: &ShapeOptions) {
+        let sanitizer = settings::sanitizer(self.context());
+        let report = match self.body() {
+            Body::Json(actual) => match_shape(&shape, actual, options),
+            other => {
+                let reason = match other {
+                    Body::Empty => "the response body is empty".to_owned(),
+                    Body::Invalid(e) => format!("the response body is not JSON ({e})"),
+                    Body::Json(_) => unreachable!("matched above"),
+                };
+                kit_core::json::ShapeReport {
+                    mismatches: vec![ShapeMismatch {
+                        path: "$".into(),
+                        reason,
+                        expected: "a JSON document".into(),
+                        actual: self.body_excerpt(),
+                    }],
+                    matched: Vec::new(),
+                }
+            }
+        };
+        // A mismatch under a sensitive name shows neither the value expected nor the one found.
+        let rules = sanitizer.rules().clone();
+        let mismatches: Vec<ShapeMismatch> = report
+            .mismatches
+            .iter()
+            .map(|m| {
+                let sensitive = sanitizer.redacts()
+                    && last_member(&m.path).is_some_and(|n| rules.is_sensitive_json_property(n));
+                let hide = |text: &str| {
+                    if sensitive {
+                        kit_core::redact::REDACTED.to_owned()
+                    } else {
+                        sanitizer.text(text)
+                    }
+                };
+                ShapeMismatch {
+                    path: m.path.clone(),
+                    reason: m.reason.clone(),
+                    expected: hide(&m.expected),
+                    actual: hide(&m.actual),
+                }
+            })
+            .collect();
+        let shown_shape = sanitizer.body(Some("application/json"), shape.to_string().as_bytes());
+        let matched = mismatches.is_empty();
+        let bullets: Vec<String> = mismatches.iter().map(ToString::to_string).collect();
+        let mut attributes = Attributes::with_capacity(6)
+            .with(semconv::ASSERTION_EXPECTED, shown_shape.clone())
+            .with(semconv::ASSERTION_RESULT, matched)
+            .with(semconv::KIT_CLIENT, self.client_target())
+            .with(semconv::TARGET_TYPE, target_type);
+        if !bullets.is_empty() {
+            attributes.push(semconv::ASSERTION_MISMATCHES, bullets.clone());
+        }
+        let display = if options.exact { "shape (exact)" } else { "shape" };
+        let operation = self.context().start_operation(
+            Some(self.request_id()),
+            OperationStarted::new(semconv::OP_ASSERT_JSON_SHAPE, display)
+                .with_entity(format!("client:reqwest::Client:Rest:{}", self.client_target()))
+                .with_attributes(attributes),
+        );
+        let settings = settings::for_attachments(self.context());
+        if settings.capture && settings.attachments.capture_expected_shapes {
+            let n = self.next_shape_number();
+            let suffix = if n == 1 { String::new() } else { format!("-{n:02}") };
+            let pretty = serde_json::to_string_pretty(&shape).unwrap_or_else(|_| shape.to_string());
+            let content = sanitizer.body(Some("application/json"), pretty.as_bytes());
+            let attachment = Attachment::new(
+                format!("rest-{:02}-expected-shape{suffix}", self.request_number()),
+                "application/json",
+                content.into_bytes(),
+            )
+            .with_description(format!("{display} asserted on {}", self.request_label()));
+            self.context().attach(Some(self.request_id()), attachment);
+        }
+        if matched {
+            operation.end(OperationStatus::Ok, Attributes::new());
+            self.context().observe(
+                Some(self.request_id()),
+                Observation::new(
+                    semconv::OBS_HTTP_CONTRACT_SHAPE,
+                    Attributes::with_capacity(6)
+                        .with(semconv::KIT_REQUEST_ID, self.request_id().to_string())
+                        .with(semconv::HTTP_REQUEST_METHOD, self.method().as_str())
+                        .with(semconv::HTTP_ROUTE, self.route())
+                        .with(semconv::HTTP_RESPONSE_STATUS_CODE, self.status_code().as_u16())
+                        .with(semconv::CONTRACT_MATCHED_PATHS, report.matched.clone())
+                        .with(semconv::TARGET_TYPE, target_type),
+                ),
+            );
+            return;
+        }
+        let first = format!(
+            "{} - Shape mismatch failed with {} error(s):\n{}",
+            self.request_label(),
+            mismatches.len(),
+            bullets
+                .iter()
+                .map(|b| format!("- {b}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+        let message = self.finish_message(first, true);
+        operation.end(
+            OperationStatus::Error {
+                message: message.clone(),
+            },
+            Attributes::new(),
+        );
+        std::panic::panic_any(RestAssertionError::new(
+            message,
+            Some(AssertionCause::Shape(JsonShapeMismatchError {
+                mismatches,
+                matched_properties: report.matched,
+            })),
+        ));
+    }
+}
+
+/// The last member name of a mismatch path (`$.a.password` → `password`).
+fn last_member(path: &str) -> Option<&str> {
+    let last = path.rsplit(['.', '[']).next()?;
+    let name = last.trim_end_matches(']').trim_matches('"');
+    (!name.is_empty() && !name.bytes().all(|b| b.is_ascii_digit())).then_some(name)
+}
+
+fn serialize_shape(response: &RestResponse, shape: impl Serialize) -> serde_json::Value {
+    match serde_json::to_value(shape) {
+        Ok(value) => value,
+        Err(e) => {
+            let message = response.finish_message(
+                format!(
+                    "{} - The shape does not serialize to JSON: {e}",
+                    response.request_label()
+                ),
+                false,
+            );
+            std::panic::panic_any(RestAssertionError::new(message, None))
+        }
+    }
+}
+
+macro_rules! common_assertions {
+    ($negated:expr) => {
+        /// The status is exactly `expected`.
+        #[track_caller]
+        pub fn have_http_status(self, expected: StatusCode) -> Self {
+            self.response.status_check(expected, $negated);
+            self
+        }
+
+        /// The media type, without parameters, is `media_type` (case-insensitive).
+        #[track_caller]
+        pub fn have_content_type(self, media_type: &str) -> Self {
+            self.response.content_type_check(media_type, $negated);
+            self
+        }
+
+        /// A header called `name` is present (in the response or content headers).
+        #[track_caller]
+        pub fn have_header(self, name: &str) -> Self {
+            self.response.header_check(name, None, $negated);
+            self
+        }
+
+        /// Some value of header `name` is exactly `value`.
+        #[track_caller]
+        pub fn have_header_value(self, name: &str, value: &str) -> Self {
+            self.response.header_check(name, Some(value), $negated);
+            self
+        }
+
+        /// A `Set-Cookie` sets cookie `name` (case-sensitive).
+        #[track_caller]
+        pub fn have_cookie(self, name: &str) -> Self {
+            self.response.cookie_check(name, None, $negated);
+            self
+        }
+
+        /// A `Set-Cookie` sets cookie `name` to exactly `value` (before its first attribute).
+        #[track_caller]
+        pub fn have_cookie_value(self, name: &str, value: &str) -> Self {
+            self.response.cookie_check(name, Some(value), $negated);
+            self
+        }
+
+        /// `Location` is exactly `location`, as it arrived (relative or absolute).
+        #[track_caller]
+        pub fn have_redirect_location(self, location: &str) -> Self {
+            self.response.redirect_check(location, $negated);
+            self
+        }
+
+        /// The response again, to read it or to switch between `should()` and `should_not()`.
+        pub fn response(self) -> &'r RestResponse {
+            self.response
+        }
+    };
+}
+
+impl<'r> RestShouldAssertions<'r> {
+    pub(crate) fn new(response: &'r RestResponse) -> Self {
+        RestShouldAssertions { response }
+    }
+
+    common_assertions!(false);
+
+    /// The body matches `shape` partially: listed members only, names in any case, arrays in
+    /// full. Every mismatch is reported at once. See [`kit_core::json`] for the rules and
+    /// the matchers (`json_value::…`) a shape may hold.
+    #[track_caller]
+    pub fn match_shape<S: Serialize>(self, shape: S) -> Self {
+        self.match_shape_with(shape, &ShapeOptions::default())
+    }
+
+    /// The body matches `shape`, and has no member the shape does not list.
+    #[track_caller]
+    pub fn match_shape_exact<S: Serialize>(self, shape: S) -> Self {
+        self.match_shape_with(shape, &ShapeOptions::EXACT)
+    }
+
+    /// The body matches `shape` under `options`.
+    #[track_caller]
+    pub fn match_shape_with<S: Serialize>(self, shape: S, options: &ShapeOptions) -> Self {
+        let value = serialize_shape(self.response, shape);
+        self.response
+            .shape_check(value, std::any::type_name::<S>(), options);
+        self
+    }
+}
+
+impl<'r> RestAssertions<'r> {
+    pub(crate) fn new(response: &'r RestResponse) -> Self {
+        RestAssertions { response }
+    }
+
+    common_assertions!(true);
+}
