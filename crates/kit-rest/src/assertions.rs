@@ -579,6 +579,9 @@ impl RestResponse {
             .with(semconv::TARGET_TYPE, target_type);
         if !bullets.is_empty() {
             attributes.push(semconv::ASSERTION_MISMATCHES, bullets.clone());
+            // The whole body is on http.response; a failure also carries an excerpt here.
+            // Passing assertions do not pay for sanitizing it again.
+            attributes.push(semconv::ASSERTION_ACTUAL, self.body_excerpt());
         }
         let display = if options.exact { "shape (exact)" } else { "shape" };
         let operation = self.context().start_operation(

@@ -405,6 +405,42 @@ async fn a_seven_mismatch_shape_failure_lists_them_all_with_paths() {
         "{source}"
     );
     assert!(mismatch.matched_properties.contains(&"$.lines[0].sku".to_owned()));
+    let shape_op = f
+        .recording
+        .events()
+        .into_iter()
+        .find_map(|e| match e.kind {
+            EventKind::OperationStarted(op) if op.name == semconv::OP_ASSERT_JSON_SHAPE => {
+                Some(op.attributes)
+            }
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(
+        shape_op
+            .get(semconv::ASSERTION_RESULT)
+            .and_then(AttributeValue::as_bool),
+        Some(false)
+    );
+    assert_eq!(
+        shape_op
+            .get(semconv::ASSERTION_MISMATCHES)
+            .and_then(AttributeValue::as_str_list)
+            .map(<[String]>::len),
+        Some(7)
+    );
+    assert!(
+        shape_op
+            .get_str(semconv::ASSERTION_ACTUAL)
+            .unwrap()
+            .starts_with("{\"id\":7,")
+    );
+    assert!(
+        shape_op
+            .get_str(semconv::ASSERTION_EXPECTED)
+            .unwrap()
+            .contains("\"platinum\"")
+    );
     snapshot("shape_failure_many", &error.to_string());
 }
 
