@@ -20,7 +20,7 @@ pub const MIN_SECRET_LEN: usize = 8;
 /// Base of the rolling hash used to find candidates before a SHA-256 confirms them.
 const ROLLING_BASE: u32 = 0x0100_0193;
 
-/// A polynomial rolling hash of `bytes` (wrapping, base [`ROLLING_BASE`]).
+/// A polynomial rolling hash of `bytes` (wrapping arithmetic, base `0x01000193`).
 pub fn rolling_hash(bytes: &[u8]) -> u32 {
     bytes.iter().fold(0u32, |h, b| {
         h.wrapping_mul(ROLLING_BASE).wrapping_add(u32::from(*b))
