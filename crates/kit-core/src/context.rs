@@ -179,6 +179,11 @@ impl KitExecutionContext {
         self.inner.info.client.as_deref()
     }
 
+    /// The authentication kind of `#[auth(Kind)]` on the test or its module.
+    pub fn auth_kind(&self) -> Option<&str> {
+        self.inner.info.auth.as_deref()
+    }
+
     /// The host.
     pub fn host(&self) -> &Host {
         self.inner.run.host()

@@ -477,6 +477,10 @@ pub struct TestStarted {
     /// Where the test is defined (`tests/orders.rs:12`), if known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub location: Option<String>,
+    /// The authentication kind of `#[auth(Kind)]` on the test or its module, if any (its
+    /// name only; credentials come from configuration).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<String>,
 }
 
 impl TestStarted {
@@ -503,6 +507,12 @@ impl TestStarted {
     /// Sets the source location.
     pub fn with_location(mut self, location: Option<String>) -> Self {
         self.location = location;
+        self
+    }
+
+    /// Sets the authentication kind of `#[auth(Kind)]`.
+    pub fn with_auth(mut self, auth: Option<String>) -> Self {
+        self.auth = auth;
         self
     }
 }

@@ -56,6 +56,21 @@ impl Parse for ApplicationArgs {
     }
 }
 
+/// Arguments of `#[auth(Bearer)]`: an authentication kind's name.
+struct AuthArgs {
+    kind: Ident,
+}
+
+impl Parse for AuthArgs {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let kind: Ident = input.parse()?;
+        if !input.is_empty() {
+            return Err(input.error("expected #[auth(Kind)], e.g. #[auth(Bearer)]"));
+        }
+        Ok(AuthArgs { kind })
+    }
+}
+
 /// Arguments of `#[requires_capability(Protocol, "REST")]`.
 struct CapabilityArgs {
     kind: Ident,
@@ -131,6 +146,7 @@ fn expand_test(mut function: ItemFn) -> syn::Result<TokenStream2> {
     }
 
     let mut application = None;
+    let mut auth = None;
     let mut requires = Vec::new();
     let mut kept = Vec::new();
     for attr in std::mem::take(&mut function.attrs) {
@@ -142,6 +158,12 @@ fn expand_test(mut function: ItemFn) -> syn::Result<TokenStream2> {
                 application = Some(attr.parse_args::<ApplicationArgs>()?);
             }
             Some("requires_capability") => requires.push(attr.parse_args::<CapabilityArgs>()?),
+            Some("auth") => {
+                if auth.is_some() {
+                    return Err(syn::Error::new(attr.span(), "a test has one authentication kind"));
+                }
+                auth = Some(attr.parse_args::<AuthArgs>()?.kind.to_string());
+            }
             Some("test") if is_test_attribute(&attr) => {
                 return Err(syn::Error::new(attr.span(), "#[kit::test] is applied twice"));
             }
@@ -173,6 +195,10 @@ fn expand_test(mut function: ItemFn) -> syn::Result<TokenStream2> {
             quote!(::core::option::Option::None),
         ),
     };
+    let auth = match auth {
+        Some(kind) => quote!(::core::option::Option::Some(#kind)),
+        None => quote!(::core::option::Option::None),
+    };
     let requirements = requires.iter().map(|CapabilityArgs { kind, name }| {
         quote!(::kit::__private::Requirement {
             kind: ::kit::__private::KitCapabilityKinds::#kind,
@@ -197,6 +223,7 @@ fn expand_test(mut function: ItemFn) -> syn::Result<TokenStream2> {
                 manifest_dir: ::core::env!("CARGO_MANIFEST_DIR"),
                 application: #app,
                 client: #client,
+                auth: #auth,
                 requires: &[#(#requirements),*],
             };
             ::kit::__private::run_test(&SPEC, #call)
@@ -252,6 +279,18 @@ pub fn application(args: TokenStream, item: TokenStream) -> TokenStream {
         .into()
 }
 
+/// Authenticates every request of a test, or of every test in an inline module, with the kind
+/// named (`#[auth(Bearer)]`), its credentials taken from
+/// `Kit:Applications:{app}:Auth:{Kind}:…` in configuration. A request's `.auth(…)` wins over
+/// it, a test's over its module's, and it wins over the application's default;
+/// `.without_auth()` beats all.
+#[proc_macro_attribute]
+pub fn auth(args: TokenStream, item: TokenStream) -> TokenStream {
+    propagate::<AuthArgs>("auth", args.into(), item.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
 /// Skips the test (reporting it `Skipped` with the reason) when the host lacks a capability:
 /// `#[requires_capability(Protocol, "REST")]`. On a test or an inline module.
 #[proc_macro_attribute]
@@ -292,8 +331,8 @@ fn place_on_fn(mut function: ItemFn, marker: &Attribute, name: &str, explicit: b
         .attrs
         .iter()
         .any(|a| last_segment(a).as_deref() == Some(name));
-    // A test's own #[application] wins over its module's; requirements accumulate.
-    if !(has_own && name == "application") {
+    // A test's own #[application] or #[auth] wins over its module's; requirements accumulate.
+    if !(has_own && (name == "application" || name == "auth")) {
         function.attrs.insert(at + 1, marker.clone());
     }
     Ok(function)
@@ -311,7 +350,7 @@ fn place_on_mod(mut module: ItemMod, marker: &Attribute, name: &str) -> syn::Res
             Item::Fn(f) => Item::Fn(place_on_fn(f, marker, name, false)?),
             Item::Mod(m) if m.content.is_some() => {
                 let has_own = m.attrs.iter().any(|a| last_segment(a).as_deref() == Some(name));
-                if has_own && name == "application" {
+                if has_own && (name == "application" || name == "auth") {
                     Item::Mod(m)
                 } else {
                     Item::Mod(place_on_mod(m, marker, name)?)
@@ -336,10 +375,10 @@ mod tests {
     fn propagate_error(name: &str, args: &str, item: &str) -> String {
         let args: TokenStream2 = args.parse().unwrap();
         let item: TokenStream2 = item.parse().unwrap();
-        let result = if name == "application" {
-            propagate::<ApplicationArgs>(name, args, item)
-        } else {
-            propagate::<CapabilityArgs>(name, args, item)
+        let result = match name {
+            "application" => propagate::<ApplicationArgs>(name, args, item),
+            "auth" => propagate::<AuthArgs>(name, args, item),
+            _ => propagate::<CapabilityArgs>(name, args, item),
         };
         result.unwrap_err().to_string()
     }
@@ -371,6 +410,24 @@ mod tests {
             test_error(r#"#[requires_capability(Database, "x")] async fn t() {}"#),
             "the capability kinds are: Protocol"
         );
+    }
+
+    #[::core::prelude::v1::test]
+    fn auth_takes_one_kind_and_a_tests_own_wins_over_its_modules() {
+        assert_eq!(
+            test_error(r#"#[auth(Bearer)] #[auth(Basic)] async fn t() {}"#),
+            "a test has one authentication kind"
+        );
+        assert!(propagate_error("auth", "Bearer, Basic", "mod m {}").contains("expected #[auth(Kind)]"));
+        let item: TokenStream2 =
+            "mod m { #[kit::test] async fn a() {} #[kit::test] #[auth(ApiKey)] async fn b() {} }"
+                .parse()
+                .unwrap();
+        let out = propagate::<AuthArgs>("auth", "Bearer".parse().unwrap(), item)
+            .unwrap()
+            .to_string();
+        assert_eq!(out.matches("auth (Bearer)").count(), 1, "{out}");
+        assert_eq!(out.matches("auth (ApiKey)").count(), 1, "{out}");
     }
 
     #[::core::prelude::v1::test]

@@ -45,6 +45,10 @@ pub(crate) struct ResolvedClient {
     pub(crate) base: BaseAddress,
     /// The qualified name (`orders:Default`, or the name alone for host-level clients).
     pub(crate) target: String,
+    /// The application the client belongs to.
+    pub(crate) application: Option<String>,
+    /// The default authentication registered for it.
+    pub(crate) default_auth: Option<Arc<dyn crate::auth::AuthScheme>>,
 }
 
 impl std::fmt::Debug for ResolvedClient {
@@ -264,6 +268,16 @@ fn pick<'h>(
     }
 }
 
+/// The default authentication registered where the client was: its application's
+/// `add_rest`, or the host's for host-level clients.
+fn default_auth(host: &Host, application: Option<&str>) -> Option<Arc<dyn crate::auth::AuthScheme>> {
+    let registration = match application {
+        Some(app) => host.application(app)?.extensions().get::<RestRegistration>(),
+        None => host.extensions().get::<RestRegistration>(),
+    };
+    registration?.default_auth.clone()
+}
+
 /// Joins a base URL and a relative path: `http://h/api` + `/v1/orders` is
 /// `http://h/api/v1/orders`. The base's path is kept, unlike RFC 3986 resolution, which
 /// would drop it for a path starting with `/`.
@@ -389,6 +403,8 @@ pub(crate) fn resolve(
         client,
         base,
         target: qualified,
+        application: candidate.application.map(str::to_owned),
+        default_auth: default_auth(host, candidate.application),
     }))
 }
 

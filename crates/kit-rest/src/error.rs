@@ -31,6 +31,15 @@ pub enum RestError {
         /// What went wrong.
         message: String,
     },
+    /// Authentication failed before the request was sent (a token endpoint refused, a sign-in
+    /// was rejected, credentials are not configured).
+    #[error("{request} - authentication failed: {message}")]
+    Auth {
+        /// `METHOD route`.
+        request: String,
+        /// What went wrong.
+        message: String,
+    },
     /// The response body is larger than `MaxResponseBodyBytes`; reading stopped at the limit.
     #[error(
         "{request} - the response body is larger than MaxResponseBodyBytes ({limit} bytes); reading stopped there. \

@@ -7,6 +7,7 @@
 #![deny(missing_docs)]
 
 mod assertions;
+mod auth;
 mod client;
 mod error;
 mod multipart;
@@ -20,6 +21,10 @@ use kit_core::KitExecutionContext;
 
 pub use assertions::{
     AssertionCause, RestAssertionError, RestAssertions, RestShouldAssertions, RestStatusAssertionError,
+};
+pub use auth::{
+    ApiKey, ApiKeyIn, AuthError, AuthFuture, AuthScheme, AuthTarget, Basic, Bearer, ClientAuthentication,
+    OAuth2ClientCredentials, SessionSignIn,
 };
 pub use client::publish_address;
 pub use error::RestError;

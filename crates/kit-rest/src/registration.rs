@@ -9,6 +9,7 @@ use kit_core::{
     KitHttpAttachmentOptions, Registrar, RestResponseOptions,
 };
 
+use crate::auth::AuthScheme;
 use crate::client::BoxUrlFuture;
 
 use crate::server::InProcessServer;
@@ -75,6 +76,8 @@ pub(crate) struct RestRegistration {
     pub(crate) capture: bool,
     pub(crate) attachment_callbacks: Vec<(u64, AttachmentCallback)>,
     pub(crate) response_callbacks: Vec<(u64, ResponseCallback)>,
+    /// `default_auth`: the first registration wins.
+    pub(crate) default_auth: Option<Arc<dyn AuthScheme>>,
 }
 
 impl fmt::Debug for RestRegistration {
@@ -125,6 +128,16 @@ impl<'a> RestBuilder<'a> {
         self.registration
             .attachment_callbacks
             .push((next_order(), Arc::new(configure)));
+        self
+    }
+
+    /// Authenticates every request of this application's clients (or of the host-level
+    /// clients) with `scheme`, unless the request or the test says otherwise. The first
+    /// registration wins.
+    pub fn default_auth(&mut self, scheme: impl AuthScheme) -> &mut Self {
+        if self.registration.default_auth.is_none() {
+            self.registration.default_auth = Some(Arc::new(scheme));
+        }
         self
     }
 

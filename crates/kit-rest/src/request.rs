@@ -15,6 +15,7 @@ use kit_core::{
 use serde::Serialize;
 
 use crate::RestError;
+use crate::auth::{self, AuthScheme};
 use crate::client::{ResolvedClient, join_path, resolve};
 use crate::multipart::Multipart;
 use crate::response::{RequestInfo, RestResponse};
@@ -38,6 +39,7 @@ pub struct RestRequestBuilder {
     query: Vec<(String, String)>,
     path_params: Vec<(String, String)>,
     body: Option<Body>,
+    auth: auth::AuthChoice,
     problem: Option<String>,
 }
 
@@ -59,6 +61,7 @@ impl RestRequestBuilder {
             query: Vec::new(),
             path_params: Vec::new(),
             body: None,
+            auth: auth::AuthChoice::Inherit,
             problem: None,
         }
     }
@@ -146,6 +149,18 @@ impl RestRequestBuilder {
     /// Adds a query parameter (repeatable).
     pub fn query(mut self, name: impl Into<String>, value: impl ToString) -> Self {
         self.query.push((name.into(), value.to_string()));
+        self
+    }
+
+    /// Authenticates this request with `scheme`, whatever the test or application would use.
+    pub fn auth(mut self, scheme: impl AuthScheme) -> Self {
+        self.auth = auth::AuthChoice::Scheme(Arc::new(scheme));
+        self
+    }
+
+    /// Sends this request without authentication, whatever the test or application would use.
+    pub fn without_auth(mut self) -> Self {
+        self.auth = auth::AuthChoice::Without;
         self
     }
 
@@ -380,28 +395,62 @@ impl PendingRequest {
             return Err(failures.invalid(problem));
         }
         let path = fill_route(&route, &builder.path_params).map_err(|m| failures.invalid(m))?;
-        let mut url = match url::Url::parse(&path) {
-            Ok(absolute) if absolute.has_host() => absolute,
+        let (base, mut url) = match url::Url::parse(&path) {
+            Ok(absolute) if absolute.has_host() => (absolute.clone(), absolute),
             _ => {
                 let base = client.base_for(&ctx).await.map_err(|e| failures.fail(e))?;
-                join_path(&base, &path).map_err(|e| {
+                let url = join_path(&base, &path).map_err(|e| {
                     failures.invalid(format!(
                         "cannot build a URL from {:?} and {path:?}: {e}",
                         sanitizer.url(base.as_str())
                     ))
-                })?
+                })?;
+                (base, url)
             }
         };
         if !builder.query.is_empty() {
             url.query_pairs_mut().extend_pairs(builder.query.iter());
         }
+
+        // Authentication: the strongest choice applies, and adds headers or query parameters.
+        let mut headers = builder.headers;
+        let scheme = auth::choose(&builder.auth, &ctx, &client).map_err(|e| {
+            failures.fail(RestError::Auth {
+                request: failures.label.clone(),
+                message: e.0,
+            })
+        })?;
+        let auth_kind = match &scheme {
+            Some(scheme) => {
+                let mut auth_query = Vec::new();
+                let mut target = auth::AuthTarget {
+                    ctx: &ctx,
+                    client_name: &client.target,
+                    http: &client.client,
+                    base: &base,
+                    headers: &mut headers,
+                    query: &mut auth_query,
+                };
+                scheme.apply(&mut target).await.map_err(|e| {
+                    failures.fail(RestError::Auth {
+                        request: failures.label.clone(),
+                        message: e.0,
+                    })
+                })?;
+                if !auth_query.is_empty() {
+                    url.query_pairs_mut().extend_pairs(auth_query.iter());
+                }
+                Some(scheme.kind())
+            }
+            None => None,
+        };
         let shown_url = sanitizer.url(url.as_str());
         let limit = settings.responses.max_response_body_bytes;
 
         let mut request = client
             .client
             .request(method.clone(), url.clone())
-            .headers(builder.headers);
+            .headers(headers);
         let body = match builder.body {
             Some(Body::Bytes { bytes, content_type }) => {
                 request = request
@@ -441,6 +490,9 @@ impl PendingRequest {
         }
         if let Some(port) = url.port_or_known_default() {
             start_attributes.push(semconv::SERVER_PORT, port);
+        }
+        if let Some(kind) = &auth_kind {
+            start_attributes.push(semconv::KIT_AUTH_KIND, kind.as_ref());
         }
         header_attributes(
             &mut start_attributes,

@@ -57,12 +57,13 @@ pub mod prelude;
 
 pub use kit_core::json::{JsonPathError, JsonShapeMismatchError, ShapeMismatch, ShapeOptions, json_value};
 pub use kit_coverage::{EndpointCoverage, RestCoverageCollector};
-pub use kit_macros::{application, host, requires_capability, test};
+pub use kit_macros::{application, auth, host, requires_capability, test};
 pub use kit_rest::{
-    AssertionCause, DEFAULT_CLIENT, InProcessServerExt, IntoInProcessService, Multipart, PendingRequest,
-    RestAssertionError, RestAssertions, RestBuilder, RestClientTarget, RestContextExt, RestError,
-    RestRegistrarExt, RestRequestBuilder, RestResponse, RestShouldAssertions, RestStatusAssertionError,
-    publish_address,
+    ApiKey, ApiKeyIn, AssertionCause, AuthError, AuthFuture, AuthScheme, AuthTarget, Basic, Bearer,
+    ClientAuthentication, DEFAULT_CLIENT, InProcessServerExt, IntoInProcessService, Multipart,
+    OAuth2ClientCredentials, PendingRequest, RestAssertionError, RestAssertions, RestBuilder,
+    RestClientTarget, RestContextExt, RestError, RestRegistrarExt, RestRequestBuilder, RestResponse,
+    RestShouldAssertions, RestStatusAssertionError, SessionSignIn, publish_address,
 };
 
 /// The core: events, the bus, collectors, configuration, the host.

@@ -9,9 +9,9 @@ pub use kit_core::{
     KitCapabilityKinds, KitExecutionContext, Registrar,
 };
 pub use kit_coverage::RestCoverageCollector;
-pub use kit_macros::{application, requires_capability};
+pub use kit_macros::{application, auth, requires_capability};
 pub use kit_rest::{
-    InProcessServerExt, Multipart, PendingRequest, RestAssertionError, RestAssertions, RestContextExt,
-    RestError, RestRegistrarExt, RestRequestBuilder, RestResponse, RestShouldAssertions,
-    RestStatusAssertionError,
+    ApiKey, AuthScheme, Basic, Bearer, InProcessServerExt, Multipart, OAuth2ClientCredentials,
+    PendingRequest, RestAssertionError, RestAssertions, RestContextExt, RestError, RestRegistrarExt,
+    RestRequestBuilder, RestResponse, RestShouldAssertions, RestStatusAssertionError, SessionSignIn,
 };

@@ -46,6 +46,8 @@ pub struct TestSpec {
     pub application: Option<&'static str>,
     /// `#[application(.., "Rest:client")]`.
     pub client: Option<&'static str>,
+    /// `#[auth(Kind)]`.
+    pub auth: Option<&'static str>,
     /// `#[requires_capability(..)]`s.
     pub requires: &'static [Requirement],
 }
@@ -96,6 +98,7 @@ where
     let info = TestStarted::new(name.clone())
         .with_application(spec.application.map(str::to_owned))
         .with_client(spec.client.map(str::to_owned))
+        .with_auth(spec.auth.map(str::to_owned))
         .with_location(Some(format!("{}:{}", spec.file, spec.line)));
     let ctx = kit.run.begin_test(info);
 
