@@ -4,6 +4,7 @@
 //! input, with one line saying which input and why.
 
 mod audit;
+mod coverage;
 mod inputs;
 mod model;
 mod table;
@@ -40,6 +41,48 @@ enum Command {
         #[arg(short = 'o', long = "output")]
         output: Option<PathBuf>,
     },
+    /// Coverage of archives: requests per endpoint, response fields observed but never
+    /// asserted and, with an OpenAPI document, operations, statuses and fields never covered.
+    /// Exits 1 when a gate falls short, one line per gate.
+    Coverage {
+        /// Archives, or folders holding `*.kittrace` files; all are counted together.
+        #[arg(required = true)]
+        inputs: Vec<PathBuf>,
+        /// The OpenAPI document (Swagger 2.0, OpenAPI 3.0–3.2; JSON or YAML). Default:
+        /// `Kit:Coverage:OpenApi` from the configuration.
+        #[arg(long)]
+        openapi: Option<PathBuf>,
+        /// Base path the API is served under, replacing the document's `servers`/`basePath`
+        /// (repeatable).
+        #[arg(long = "base-path")]
+        base_paths: Vec<String>,
+        /// Fail (exit 1) when fewer than N% of the operations were called.
+        #[arg(long, value_name = "N")]
+        fail_under_operations: Option<kit_coverage::Percent>,
+        /// Fail when fewer than N% of the declared responses (operation × status) were seen.
+        #[arg(long, value_name = "N")]
+        fail_under_statuses: Option<kit_coverage::Percent>,
+        /// Fail when fewer than N% of the declared response fields were asserted.
+        #[arg(long, value_name = "N")]
+        fail_under_fields: Option<kit_coverage::Percent>,
+        /// Leave deprecated operations out of every figure.
+        #[arg(long)]
+        exclude_deprecated: bool,
+        /// Leave an operation out of every figure: `"GET /pets/{id}"` or an operationId
+        /// (repeatable).
+        #[arg(long, value_name = "OPERATION")]
+        exclude: Vec<String>,
+        /// Configuration (`kit.toml`/`kit.json`, or the folder holding them) for
+        /// `Kit:Coverage:*`. Default: the current folder.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+        /// Write to this file instead of stdout.
+        #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
+    },
     /// Searches every byte of every entry (decompressed) for the secrets the run met, and for
     /// those in a secrets file. Exits 1 naming each entry where one is found.
     Audit {
@@ -55,6 +98,8 @@ enum Command {
 enum Format {
     /// Outcome lines and tables for a terminal.
     Table,
+    /// The report model as JSON (coverage only for now).
+    Json,
 }
 
 /// A failure with its exit code.
@@ -78,8 +123,41 @@ fn report(inputs: &[PathBuf], format: Format, output: Option<PathBuf>) -> Result
         model::build(&archives).map_err(|(path, e)| Exit::input(format!("{}: {e}", path.display())))?;
     let text = match format {
         Format::Table => table::render(&report),
+        Format::Json => return Err(Exit::input("--format json is not available for `report` yet")),
     };
     write_output(output, &text)
+}
+
+fn coverage(
+    inputs: &[PathBuf],
+    flags: coverage::CoverageFlags,
+    format: Format,
+    output: Option<PathBuf>,
+) -> Result<(), Exit> {
+    let archives = inputs::archives(inputs).map_err(Exit::input)?;
+    let request = flags.resolve().map_err(Exit::input)?;
+    let (report, failures) = coverage::coverage(&archives, &request).map_err(Exit::input)?;
+    let text = match format {
+        Format::Table => table::sections(&report),
+        Format::Json => {
+            let mut json = serde_json::to_string_pretty(&report)
+                .map_err(|e| Exit::input(format!("cannot write the report as JSON: {e}")))?;
+            json.push('\n');
+            json
+        }
+    };
+    write_output(output, &text)?;
+    if failures.is_empty() {
+        return Ok(());
+    }
+    Err(Exit {
+        code: 1,
+        message: failures
+            .iter()
+            .map(|f| format!("gate failed: {f}"))
+            .collect::<Vec<_>>()
+            .join("\nkit-cli: "),
+    })
 }
 
 fn audit(archive: &std::path::Path, secrets_file: Option<&std::path::Path>) -> Result<(), Exit> {
@@ -137,6 +215,31 @@ fn main() -> anyhow::Result<ExitCode> {
             format,
             output,
         } => report(&inputs, format, output),
+        Command::Coverage {
+            inputs,
+            openapi,
+            base_paths,
+            fail_under_operations,
+            fail_under_statuses,
+            fail_under_fields,
+            exclude_deprecated,
+            exclude,
+            config,
+            format,
+            output,
+        } => {
+            let flags = coverage::CoverageFlags {
+                openapi,
+                config,
+                base_paths,
+                operations: fail_under_operations,
+                statuses: fail_under_statuses,
+                fields: fail_under_fields,
+                exclude_deprecated,
+                exclude,
+            };
+            coverage(&inputs, flags, format, output)
+        }
         Command::Audit {
             archive,
             secrets_file,

@@ -3,7 +3,8 @@
 use std::fmt::Write as _;
 
 use kit_core::TestOutcome;
-use tabled::settings::Style;
+use tabled::settings::object::Columns;
+use tabled::settings::{Style, Width};
 use tabled::{Table, Tabled};
 
 use crate::model::{Report, RunReport};
@@ -140,6 +141,43 @@ fn run(out: &mut String, run: &RunReport) {
             Table::new(endpoints).with(Style::rounded())
         );
     }
+}
+
+/// Sections of a report model (coverage): title, figures, notes, then the table.
+pub(crate) fn sections(report: &kit_core::report::Report) -> String {
+    let mut out = String::new();
+    for section in &report.sections {
+        let _ = writeln!(out, "{} · {}", section.category, section.title);
+        for metric in &section.metrics {
+            let _ = match metric.percent() {
+                Some(p) => writeln!(
+                    out,
+                    "  {}: {} of {} ({p:.1}%)",
+                    metric.name, metric.covered, metric.total
+                ),
+                None => writeln!(out, "  {}: nothing to cover", metric.name),
+            };
+        }
+        for note in &section.notes {
+            let _ = writeln!(out, "  note: {note}");
+        }
+        if section.rows.is_empty() {
+            out.push_str("  (none)\n\n");
+            continue;
+        }
+        let mut builder = tabled::builder::Builder::default();
+        builder.push_record(section.columns.iter().cloned());
+        for row in &section.rows {
+            builder.push_record(row.iter().cloned());
+        }
+        let table = builder
+            .build()
+            .with(Style::rounded())
+            .modify(Columns::last(), Width::wrap(72).keep_words(true))
+            .to_string();
+        let _ = writeln!(out, "{table}\n");
+    }
+    out
 }
 
 /// The whole report as terminal text.

@@ -6,6 +6,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::event::{Event, EventId, EventKind, TestId};
+use crate::report::Report;
 
 /// Consumes events from the bus.
 ///
@@ -57,6 +58,13 @@ pub trait Collector: Send + 'static {
     fn name(&self) -> Cow<'_, str> {
         Cow::Borrowed(std::any::type_name::<Self>())
     }
+
+    /// Writes what the collector found into `report`: its sections, metrics and tables.
+    /// `kit-cli` calls it after replaying an archive; tests may call it on a live collector
+    /// kept through [`SharedCollector`]. Defaults to writing nothing.
+    fn write_report(&self, report: &mut Report) {
+        let _ = report;
+    }
 }
 
 impl<C: Collector + ?Sized> Collector for Box<C> {
@@ -71,6 +79,9 @@ impl<C: Collector + ?Sized> Collector for Box<C> {
     }
     fn name(&self) -> Cow<'_, str> {
         (**self).name()
+    }
+    fn write_report(&self, report: &mut Report) {
+        (**self).write_report(report);
     }
 }
 
@@ -104,6 +115,89 @@ impl<C: Collector> Collector for Vec<C> {
     }
     fn finish(&mut self) -> Result<(), CollectorError> {
         self.iter_mut().map(Collector::finish).fold(Ok(()), Result::and)
+    }
+    fn write_report(&self, report: &mut Report) {
+        for c in self {
+            c.write_report(report);
+        }
+    }
+}
+
+/// A collector that can be read while it runs on the bus: clones share one collector.
+///
+/// ```
+/// use kit_core::{Bus, Collector, Event, SharedCollector};
+///
+/// #[derive(Default)]
+/// struct Count(usize);
+/// impl Collector for Count {
+///     fn on_event(&mut self, _: &Event) {
+///         self.0 += 1;
+///     }
+/// }
+///
+/// let shared = SharedCollector::new(Count::default());
+/// let bus = Bus::builder().collector(shared.clone()).start();
+/// bus.flush().unwrap();
+/// assert_eq!(shared.with(|c| c.0), 0);
+/// ```
+pub struct SharedCollector<C> {
+    inner: Arc<Mutex<C>>,
+}
+
+impl<C> Clone for SharedCollector<C> {
+    fn clone(&self) -> Self {
+        SharedCollector {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+impl<C: Collector> SharedCollector<C> {
+    /// Wraps `collector`.
+    pub fn new(collector: C) -> Self {
+        SharedCollector {
+            inner: Arc::new(Mutex::new(collector)),
+        }
+    }
+
+    /// Reads the collector.
+    pub fn with<R>(&self, f: impl FnOnce(&C) -> R) -> R {
+        f(&self.inner.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// The collector's report.
+    pub fn report(&self) -> Report {
+        let mut report = Report::default();
+        self.with(|c| c.write_report(&mut report));
+        report
+    }
+}
+
+impl<C: Collector> Collector for SharedCollector<C> {
+    fn on_event(&mut self, event: &Event) {
+        self.inner
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .on_event(event);
+    }
+    fn flush(&mut self) -> Result<(), CollectorError> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner).flush()
+    }
+    fn finish(&mut self) -> Result<(), CollectorError> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner).finish()
+    }
+    fn name(&self) -> Cow<'_, str> {
+        Cow::Owned(
+            self.inner
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .name()
+                .into_owned(),
+        )
+    }
+    fn write_report(&self, report: &mut Report) {
+        self.with(|c| c.write_report(report));
     }
 }
 

@@ -47,10 +47,11 @@ pub mod json;
 pub mod options;
 mod panic;
 pub mod redact;
+pub mod report;
 pub mod semconv;
 
 pub use bus::{Bus, BusBuilder, BusError, BusStats};
-pub use collector::{Collector, CollectorError, RecordingCollector, render_tree};
+pub use collector::{Collector, CollectorError, RecordingCollector, SharedCollector, render_tree};
 pub use config::{ConfigError, Configuration, Section};
 pub use context::{KitExecutionContext, KitRun, Operation};
 pub use event::{

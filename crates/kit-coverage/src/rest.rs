@@ -2,7 +2,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use kit_core::{Collector, Event, EventKind, semconv};
+use kit_core::report::{Report, ReportSection};
+use kit_core::{Collector, Event};
+
+use crate::{Exchange, ExchangeKind};
 
 /// Calls of one endpoint: a method and a route template.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -49,19 +52,19 @@ impl RestCoverageCollector {
 
 impl Collector for RestCoverageCollector {
     fn on_event(&mut self, event: &Event) {
-        let EventKind::Observation(observation) = &event.kind else {
+        let Some(Exchange {
+            kind: ExchangeKind::Response,
+            method,
+            route,
+            status,
+            ..
+        }) = Exchange::of(event)
+        else {
             return;
         };
-        if observation.name != semconv::OBS_HTTP_RESPONSE {
+        if route.is_empty() {
             return;
         }
-        let attrs = &observation.attributes;
-        let (Some(method), Some(route)) = (
-            attrs.get_str(semconv::HTTP_REQUEST_METHOD),
-            attrs.get_str(semconv::HTTP_ROUTE),
-        ) else {
-            return;
-        };
         let entry = self
             .endpoints
             .entry((route.to_owned(), method.to_owned()))
@@ -72,12 +75,39 @@ impl Collector for RestCoverageCollector {
                 statuses: BTreeMap::new(),
             });
         entry.calls += 1;
-        if let Some(status) = attrs
-            .get_i64(semconv::HTTP_RESPONSE_STATUS_CODE)
-            .and_then(|s| u16::try_from(s).ok())
-        {
-            *entry.statuses.entry(status).or_default() += 1;
+        *entry.statuses.entry(status).or_default() += 1;
+    }
+
+    fn write_report(&self, report: &mut Report) {
+        // No metric: this collector knows only what was called, so there is no total to
+        // cover (the OpenAPI collector has one).
+        let mut section = ReportSection::new("rest.endpoints", Self::CATEGORY, "Requests per endpoint")
+            .with_note(format!(
+                "{} endpoints called, {} responses",
+                self.endpoints.len(),
+                self.calls()
+            ))
+            .with_columns(["Method", "Route", "Calls", "Statuses"]);
+        for e in self.endpoints.values() {
+            let statuses: Vec<String> = e
+                .statuses
+                .iter()
+                .map(|(status, n)| {
+                    if *n == 1 {
+                        status.to_string()
+                    } else {
+                        format!("{status}×{n}")
+                    }
+                })
+                .collect();
+            section = section.with_row([
+                e.method.clone(),
+                e.route.clone(),
+                e.calls.to_string(),
+                statuses.join(" "),
+            ]);
         }
+        report.sections.push(section);
     }
 }
 

@@ -14,7 +14,8 @@ fn host(kit: &mut KitBuilder) {
             rest.capture_attachments(|_| {});
             rest.add_client()
                 .endpoint("api")
-                .add_collector::<RestCoverageCollector>();
+                .add_collector::<RestCoverageCollector>()
+                .add_collector::<RestTrafficCoverageCollector>();
         });
     });
 }

@@ -8,7 +8,7 @@ mod shape;
 
 pub use bind::bind;
 pub use matchers::{IntoNumber, MATCHER_KEY, Matcher, json_value};
-pub use path::{JsonPath, JsonPathError, PathSegment};
+pub use path::{JsonPath, JsonPathError, PathSegment, fold_indices, push_member};
 pub use shape::{JsonShapeMismatchError, ShapeMismatch, ShapeOptions, ShapeReport, match_shape};
 
 #[cfg(test)]

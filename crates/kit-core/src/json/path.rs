@@ -210,9 +210,17 @@ impl std::str::FromStr for JsonPath {
     }
 }
 
-/// Renders a path to a node found while walking a document (used in mismatch reports):
-/// members as `.name`, or `["name"]` when the name is not a plain identifier.
-pub(crate) fn push_member(path: &mut String, name: &str) {
+/// Appends a member to a path, as every path the kit reports is written: `.name`, or
+/// `["name"]` when the name is not a plain identifier. Shape reports, traffic coverage and
+/// OpenAPI field coverage all write paths this way, so they compare as text.
+///
+/// ```
+/// let mut path = String::from("$");
+/// kit_core::json::push_member(&mut path, "lines");
+/// kit_core::json::push_member(&mut path, "unit price");
+/// assert_eq!(path, r#"$.lines["unit price"]"#);
+/// ```
+pub fn push_member(path: &mut String, name: &str) {
     let plain = !name.is_empty()
         && name
             .chars()
@@ -223,6 +231,45 @@ pub(crate) fn push_member(path: &mut String, name: &str) {
     } else {
         path.push_str(&format!("[{}]", serde_json::Value::String(name.to_owned())));
     }
+}
+
+/// The path with every array index folded to `[]`: `$.lines[0].sku` becomes `$.lines[].sku`,
+/// so fields seen in different elements count as one. Quoted member names (`["a[0]"]`) are
+/// kept as written.
+///
+/// ```
+/// assert_eq!(kit_core::json::fold_indices(r#"$.lines[10].tags[0]["x[1]"]"#), r#"$.lines[].tags[]["x[1]"]"#);
+/// ```
+pub fn fold_indices(path: &str) -> String {
+    let bytes = path.as_bytes();
+    let mut out = String::with_capacity(path.len());
+    let mut copied = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'[' if bytes.get(i + 1) == Some(&b'"') => {
+                // A quoted name: skip to its closing quote, past escapes.
+                i += 2;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+            }
+            b'[' => {
+                let digits = bytes[i + 1..].iter().take_while(|b| b.is_ascii_digit()).count();
+                if digits > 0 && bytes.get(i + 1 + digits) == Some(&b']') {
+                    out.push_str(&path[copied..=i]);
+                    copied = i + 1 + digits;
+                    i = copied;
+                } else {
+                    i += 1;
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    out.push_str(&path[copied.min(path.len())..]);
+    out
 }
 
 #[cfg(test)]
@@ -271,6 +318,24 @@ mod tests {
             resolve("$.Case[0]", &doc).unwrap_err(),
             "the JSON path '$.Case[0]' did not match: $.Case is a number, not an array, so it has no index 0"
         );
+    }
+
+    #[test]
+    fn folding_replaces_indices_only() {
+        for (path, folded) in [
+            ("$", "$"),
+            ("$[0]", "$[]"),
+            ("$[12].id", "$[].id"),
+            ("$.a[1][2].b", "$.a[][].b"),
+            (r#"$["q\"[0]"][3]"#, r#"$["q\"[0]"][]"#),
+            ("$.a[x]", "$.a[x]"),
+            ("$.a[", "$.a["),
+            ("$.a[1", "$.a[1"),
+            (r#"$["open"#, r#"$["open"#),
+            ("$.é[7]", "$.é[]"),
+        ] {
+            assert_eq!(fold_indices(path), folded, "{path}");
+        }
     }
 
     #[test]

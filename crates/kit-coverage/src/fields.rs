@@ -1,0 +1,161 @@
+//! Field paths: what a response body holds, as the kit writes paths (`$.lines[].sku`).
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use kit_core::json::push_member;
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+/// Every member path in a JSON body, array indices folded: `{"lines":[{"sku":"A"}]}` holds
+/// `$.lines` and `$.lines[].sku`. Array elements themselves (`$.lines[]`) are not fields.
+///
+/// The body is read as a stream, without building a value. Text that is not JSON gives
+/// nothing; JSON cut short (a trace body truncated at its limit) gives the fields read
+/// before the cut. Nesting deeper than serde_json's limit (128) stops the reading there.
+///
+/// ```
+/// let fields = kit_coverage::body_fields(r#"{"id":1,"lines":[{"sku":"A"},{"sku":"B","qty":2}],"x y":null}"#);
+/// let fields: Vec<&str> = fields.iter().map(String::as_str).collect();
+/// assert_eq!(fields, ["$.id", "$.lines", "$.lines[].qty", "$.lines[].sku", r#"$["x y"]"#]);
+/// ```
+pub fn body_fields(body: &str) -> BTreeSet<String> {
+    let mut fields = BTreeSet::new();
+    let mut path = String::from("$");
+    let mut deserializer = serde_json::Deserializer::from_str(body);
+    // An error only ends the reading: what was read before it stays.
+    let _ = Walk {
+        path: &mut path,
+        fields: &mut fields,
+    }
+    .deserialize(&mut deserializer);
+    fields
+}
+
+struct Walk<'a> {
+    path: &'a mut String,
+    fields: &'a mut BTreeSet<String>,
+}
+
+impl<'de> DeserializeSeed<'de> for Walk<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Walk<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("JSON")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let len = self.path.len();
+        while let Some(name) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            push_member(self.path, &name);
+            if !self.fields.contains(self.path.as_str()) {
+                self.fields.insert(self.path.clone());
+            }
+            let walked = map.next_value_seed(Walk {
+                path: self.path,
+                fields: self.fields,
+            });
+            self.path.truncate(len);
+            walked?;
+        }
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let len = self.path.len();
+        self.path.push_str("[]");
+        let walked = (|| {
+            while seq
+                .next_element_seed(Walk {
+                    path: self.path,
+                    fields: self.fields,
+                })?
+                .is_some()
+            {}
+            Ok(())
+        })();
+        self.path.truncate(len);
+        walked
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i128<E>(self, _: i128) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u128<E>(self, _: u128) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_none<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(IgnoredAny).map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(body: &str) -> Vec<String> {
+        body_fields(body).into_iter().collect()
+    }
+
+    #[test]
+    fn members_at_every_depth_with_indices_folded() {
+        assert_eq!(
+            fields(r#"[{"id":1,"tags":[["a"]],"o":{"p":{"q":true}}},{"id":2,"extra":[]}]"#),
+            ["$[].extra", "$[].id", "$[].o", "$[].o.p", "$[].o.p.q", "$[].tags"]
+        );
+    }
+
+    #[test]
+    fn non_json_gives_nothing_and_cut_json_gives_what_was_read() {
+        assert!(fields("hello").is_empty());
+        assert!(fields("").is_empty());
+        assert!(fields("42").is_empty());
+        assert_eq!(
+            fields(r#"{"a":1,"b":{"c":"tru... [300 characters truncated]"#),
+            ["$.a", "$.b", "$.b.c"]
+        );
+    }
+
+    #[test]
+    fn escaped_and_odd_names_are_written_as_the_shape_matcher_writes_them() {
+        assert_eq!(
+            fields(r#"{"a\"b":1,"\u00e9":2,"":3}"#),
+            ["$.é", r#"$[""]"#, r#"$["a\"b"]"#]
+        );
+    }
+
+    #[test]
+    fn ten_thousand_deep_nesting_stops_without_overflowing_the_stack() {
+        let deep = "{\"a\":".repeat(10_000) + "1" + &"}".repeat(10_000);
+        let found = fields(&deep);
+        assert!(!found.is_empty() && found.len() < 200, "{}", found.len());
+    }
+}

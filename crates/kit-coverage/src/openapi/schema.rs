@@ -1,0 +1,276 @@
+//! The field denominator: which response fields a schema declares.
+//!
+//! Counting every path a schema allows is not finite on recursive schemas, and not useful on
+//! Stripe's expandable ones (126.7 million paths). The kit counts, for one response schema:
+//!
+//! - every property of the schema, at any depth of inline nesting up to
+//!   [`MAX_MEMBER_DEPTH`] members (`$.a.b.c…`);
+//! - the properties of schemas it references by `$ref` from a property (or from an array
+//!   under one): [`MAX_REF_HOPS`] such hop — the resource and the resources embedded in it,
+//!   not what those embed in turn (the reference itself still counts as a field);
+//! - through `allOf`, `oneOf` and `anyOf` alike (their union), and array items (`$.items[].sku`);
+//!   these never count as a hop;
+//! - never entering a schema already being expanded on the same path (a cycle).
+//!
+//! `additionalProperties` and `patternProperties` name no field and count for nothing.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use kit_core::json::push_member;
+use serde_json::Value;
+
+use super::refs::{self, RefError};
+
+/// Members deep, at most, a counted field is.
+pub const MAX_MEMBER_DEPTH: usize = 8;
+/// `$ref`s crossed from a property, at most, on the way to a counted field.
+pub const MAX_REF_HOPS: usize = 1;
+
+/// Computes field sets, remembering those of schemas reached by reference.
+pub(crate) struct Fields<'d> {
+    doc: &'d Value,
+    /// Field sets of whole response schemas, by the address of the schema they resolve to.
+    memo: HashMap<*const Value, Arc<[String]>>,
+}
+
+impl<'d> Fields<'d> {
+    pub(crate) fn new(doc: &'d Value) -> Self {
+        Fields {
+            doc,
+            memo: HashMap::new(),
+        }
+    }
+
+    /// The fields of the response schemas given (several media types), merged.
+    pub(crate) fn of(&mut self, schemas: &[&'d Value]) -> Arc<[String]> {
+        match schemas {
+            [] => Arc::from(Vec::new()),
+            [one] => self.of_one(one),
+            many => {
+                let mut all = BTreeSet::new();
+                for schema in many {
+                    all.extend(self.of_one(schema).iter().cloned());
+                }
+                all.into_iter().collect()
+            }
+        }
+    }
+
+    fn of_one(&mut self, schema: &'d Value) -> Arc<[String]> {
+        let key = refs::follow(self.doc, schema).map_or(schema as *const Value, |s| s as *const Value);
+        // A schema with keywords beside its `$ref` (3.1) is its own key, not the target's.
+        let key = if is_pure_reference(schema) {
+            key
+        } else {
+            schema as *const Value
+        };
+        if let Some(found) = self.memo.get(&key) {
+            return Arc::clone(found);
+        }
+        let mut walk = Walk {
+            doc: self.doc,
+            fields: BTreeSet::new(),
+            expanding: Vec::new(),
+            path: String::from("$"),
+        };
+        walk.schema(schema, 0, 0, false);
+        let fields: Arc<[String]> = walk.fields.into_iter().collect();
+        self.memo.insert(key, Arc::clone(&fields));
+        fields
+    }
+}
+
+fn is_pure_reference(schema: &Value) -> bool {
+    schema
+        .as_object()
+        .is_some_and(|o| o.len() == 1 && o.contains_key("$ref"))
+}
+
+struct Walk<'d> {
+    doc: &'d Value,
+    fields: BTreeSet<String>,
+    /// Schemas being expanded on the current path, by address.
+    expanding: Vec<*const Value>,
+    path: String,
+}
+
+impl<'d> Walk<'d> {
+    /// Walks `schema` at `depth` members, having crossed `hops` references from properties.
+    /// `next_ref_is_hop`: the schema sits under a property and no `$ref` has been crossed
+    /// since, so following one now is a hop.
+    fn schema(&mut self, schema: &'d Value, depth: usize, hops: usize, next_ref_is_hop: bool) {
+        let mut hops = hops;
+        let mut next_ref_is_hop = next_ref_is_hop;
+        // The schema and the chain of what it references: keywords of each apply (3.1 allows
+        // keywords beside `$ref`).
+        let mut chain: Vec<&'d Value> = vec![schema];
+        let mut current = schema;
+        let entered = self.expanding.len();
+        while let Some(reference) = refs::reference_of(current) {
+            let target = match refs::resolve(self.doc, reference) {
+                Ok(target) => target,
+                Err(RefError::External | RefError::Dangling) => break,
+            };
+            let address = target as *const Value;
+            if self.expanding.contains(&address) || self.expanding.len() >= refs::MAX_CHAIN {
+                break;
+            }
+            if next_ref_is_hop && depth > 0 {
+                hops += 1;
+                next_ref_is_hop = false;
+                if hops > MAX_REF_HOPS {
+                    break;
+                }
+            }
+            self.expanding.push(address);
+            chain.push(target);
+            current = target;
+        }
+        // What was not entered (a hop too many, a cycle) contributes nothing; the property
+        // naming it was counted by the caller.
+        for part in &chain {
+            self.keywords(part, depth, hops, next_ref_is_hop);
+        }
+        self.expanding.truncate(entered);
+    }
+
+    fn keywords(&mut self, schema: &'d Value, depth: usize, hops: usize, next_ref_is_hop: bool) {
+        let Some(object) = schema.as_object() else {
+            return;
+        };
+        for keyword in ["allOf", "oneOf", "anyOf"] {
+            if let Some(Value::Array(parts)) = object.get(keyword) {
+                for part in parts {
+                    self.schema(part, depth, hops, next_ref_is_hop);
+                }
+            }
+        }
+        if let Some(Value::Object(properties)) = object.get("properties") {
+            for (name, property) in properties {
+                let len = self.path.len();
+                push_member(&mut self.path, name);
+                if !self.fields.contains(&self.path) {
+                    self.fields.insert(self.path.clone());
+                }
+                if depth + 1 < MAX_MEMBER_DEPTH {
+                    self.schema(property, depth + 1, hops, true);
+                }
+                self.path.truncate(len);
+            }
+        }
+        let items = object.get("items").into_iter().chain(
+            object
+                .get("prefixItems")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten(),
+        );
+        for item in items {
+            if item.is_object() {
+                let len = self.path.len();
+                self.path.push_str("[]");
+                self.schema(item, depth, hops, next_ref_is_hop);
+                self.path.truncate(len);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn fields(doc: &Value, schema: &Value) -> Vec<String> {
+        Fields::new(doc).of(&[schema]).to_vec()
+    }
+
+    #[test]
+    fn inline_properties_items_and_composition() {
+        let doc = json!({});
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "id": { "type": "integer" },
+                "lines": { "type": "array", "items": { "properties": { "sku": {}, "qty": {} } } },
+                "meta": { "allOf": [ { "properties": { "a": {} } }, { "properties": { "b": {} } } ] },
+                "either": { "oneOf": [ { "properties": { "x": {} } }, { "type": "string" } ] },
+                "map": { "additionalProperties": { "properties": { "no": {} } } }
+            }
+        });
+        assert_eq!(
+            fields(&doc, &schema),
+            [
+                "$.either",
+                "$.either.x",
+                "$.id",
+                "$.lines",
+                "$.lines[].qty",
+                "$.lines[].sku",
+                "$.map",
+                "$.meta",
+                "$.meta.a",
+                "$.meta.b"
+            ]
+        );
+    }
+
+    #[test]
+    fn one_hop_from_a_property_and_free_composition_inside_it() {
+        let doc = json!({ "components": { "schemas": {
+            "Order": { "properties": { "id": {}, "customer": { "$ref": "#/components/schemas/Customer" },
+                "lines": { "type": "array", "items": { "$ref": "#/components/schemas/Line" } } } },
+            "Customer": { "allOf": [ { "$ref": "#/components/schemas/Named" } ],
+                "properties": { "address": { "$ref": "#/components/schemas/Address" } } },
+            "Named": { "properties": { "name": {} } },
+            "Address": { "properties": { "city": {} } },
+            "Line": { "properties": { "sku": {}, "product": { "$ref": "#/components/schemas/Address" } } }
+        } } });
+        let schema = json!({ "$ref": "#/components/schemas/Order" });
+        assert_eq!(
+            fields(&doc, &schema),
+            [
+                "$.customer",
+                "$.customer.address",
+                "$.customer.name",
+                "$.id",
+                "$.lines",
+                "$.lines[].product",
+                "$.lines[].sku"
+            ]
+        );
+    }
+
+    #[test]
+    fn recursion_stops_where_a_schema_would_enter_itself() {
+        let doc = json!({ "components": { "schemas": {
+            "Node": { "properties": { "value": {}, "children": { "type": "array", "items": { "$ref": "#/components/schemas/Node" } },
+                "self": { "allOf": [ { "$ref": "#/components/schemas/Node" } ] } } }
+        } } });
+        let schema = json!({ "type": "array", "items": { "$ref": "#/components/schemas/Node" } });
+        assert_eq!(fields(&doc, &schema), ["$[].children", "$[].self", "$[].value"]);
+    }
+
+    #[test]
+    fn inline_nesting_stops_at_the_member_limit() {
+        let mut schema = json!({ "type": "string" });
+        for _ in 0..20 {
+            schema = json!({ "properties": { "a": schema } });
+        }
+        let found = fields(&json!({}), &schema);
+        assert_eq!(found.len(), MAX_MEMBER_DEPTH);
+        assert_eq!(
+            found.last().map(|f| f.matches(".a").count()),
+            Some(MAX_MEMBER_DEPTH)
+        );
+    }
+
+    #[test]
+    fn keywords_beside_a_reference_count_and_unresolvable_references_stop_quietly() {
+        let doc = json!({ "$defs": { "A": { "properties": { "a": {} } } } });
+        let schema =
+            json!({ "$ref": "#/$defs/A", "properties": { "b": {}, "c": { "$ref": "other.yaml#/X" } } });
+        assert_eq!(fields(&doc, &schema), ["$.a", "$.b", "$.c"]);
+    }
+}

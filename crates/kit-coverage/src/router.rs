@@ -1,0 +1,533 @@
+//! Route matching: which path key of a document a request belongs to.
+//!
+//! A segment trie. Each node has literal children (by decoded text), mixed-pattern children
+//! (`{base}...{head}`, `{name}.json`) and one template child (`{id}`). A lookup walks the
+//! request's segments left to right trying literal, then pattern, then template children,
+//! and backtracks when a branch dead-ends, so the first match found is the one whose
+//! leftmost differing segment is the most specific: `/users/@me` beats `/users/{user_id}`,
+//! and `/a/{x}/c` beats `/a/{x}/{y}` but `/a/b/{y}` beats both.
+//!
+//! The rules, each one something a coverage tool has got wrong on a real document:
+//!
+//! - paths are split into segments first and each segment percent-decoded after, so `%2F`
+//!   inside a value never splits it;
+//! - a trailing slash is ignored unless the document declares both `/a` and `/a/`;
+//! - a query string in a path key (`/responses?beta=true`) is a constraint: the request must
+//!   carry those query parameters, and a key with constraints beats one without;
+//! - a template (`/users/{id}`) recorded by the kit matches template segments of the
+//!   document, never a literal: `GET /users/{id}` is not a call of `/users/@me`.
+
+use std::borrow::Cow;
+
+use rustc_hash::FxHashMap;
+
+/// One segment of a path key in the document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum KeySegment {
+    /// Plain text, percent-decoded.
+    Literal(String),
+    /// A whole-segment template: `{id}`.
+    Template,
+    /// Literal text and templates mixed: `{base}...{head}`.
+    Pattern(Vec<Part>),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Part {
+    Literal(String),
+    Template,
+}
+
+/// What a request's path is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// A concrete path: every segment is text.
+    Concrete,
+    /// A route template: segments with `{name}` are templates.
+    Template,
+}
+
+/// A request's query string, read only when a path key asks for a parameter.
+#[derive(Debug, Clone, Copy)]
+struct Query<'q>(Option<&'q str>);
+
+impl Query<'_> {
+    fn has(&self, key: &str, value: &str) -> bool {
+        self.0
+            .is_some_and(|q| url::form_urlencoded::parse(q.as_bytes()).any(|(k, v)| k == key && v == value))
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+struct Node {
+    /// By decoded text. Fx hashing: a segment is a few bytes, and SipHash's or memcmp's
+    /// per-call cost was most of a lookup.
+    literals: FxHashMap<Box<str>, usize>,
+    patterns: Vec<(Vec<Part>, usize)>,
+    template: Option<usize>,
+    /// Routes ending here: those with query constraints first (most constraints first),
+    /// then at most one without.
+    ends: Vec<End>,
+}
+
+#[derive(Debug, Clone)]
+struct End {
+    query: Vec<(String, String)>,
+    route: usize,
+}
+
+/// Path keys of a document, ready to match requests against.
+///
+/// ```
+/// use kit_coverage::RouteTable;
+///
+/// let mut table = RouteTable::new();
+/// table.insert("/users/{user_id}");
+/// table.insert("/users/@me");
+/// let me = table.find_path("/users/%40me", None).unwrap();
+/// assert_eq!(table.key(me), "/users/@me");
+/// let other = table.find_path("/users/42", None).unwrap();
+/// assert_eq!(table.key(other), "/users/{user_id}");
+/// // A template recorded by the kit matches the template, never the literal.
+/// assert_eq!(table.key(table.find_template("/users/{id}", None).unwrap()), "/users/{user_id}");
+/// ```
+#[derive(Debug, Clone)]
+pub struct RouteTable {
+    nodes: Vec<Node>,
+    keys: Vec<String>,
+    /// Base paths stripped from requests before matching, longest first (`/api/v10`).
+    prefixes: Vec<Vec<String>>,
+}
+
+impl Default for RouteTable {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RouteTable {
+    /// An empty table.
+    pub fn new() -> Self {
+        RouteTable {
+            nodes: vec![Node::default()],
+            keys: Vec::new(),
+            prefixes: Vec::new(),
+        }
+    }
+
+    /// Adds a path key as the document writes it (`/pets/{id}`, `/responses?beta=true`);
+    /// returns its index. Adding a key twice returns the first index.
+    pub fn insert(&mut self, key: &str) -> usize {
+        if let Some(existing) = self.keys.iter().position(|k| k == key) {
+            return existing;
+        }
+        let (path, query) = match key.split_once('?') {
+            Some((path, query)) => (path, Some(query)),
+            None => (key, None),
+        };
+        let mut node = 0;
+        for raw in split(path) {
+            let segment = key_segment(raw);
+            node = match segment {
+                KeySegment::Literal(text) => match self.nodes[node].literals.get(text.as_str()) {
+                    Some(&child) => child,
+                    None => {
+                        let child = self.push_node();
+                        self.nodes[node].literals.insert(text.into_boxed_str(), child);
+                        child
+                    }
+                },
+                KeySegment::Template => match self.nodes[node].template {
+                    Some(child) => child,
+                    None => {
+                        let child = self.push_node();
+                        self.nodes[node].template = Some(child);
+                        child
+                    }
+                },
+                KeySegment::Pattern(parts) => {
+                    match self.nodes[node].patterns.iter().find(|(p, _)| *p == parts) {
+                        Some(&(_, child)) => child,
+                        None => {
+                            let child = self.push_node();
+                            self.nodes[node].patterns.push((parts, child));
+                            child
+                        }
+                    }
+                }
+            };
+        }
+        let route = self.keys.len();
+        self.keys.push(key.to_owned());
+        let query: Vec<(String, String)> = query
+            .map(|q| {
+                url::form_urlencoded::parse(q.as_bytes())
+                    .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let ends = &mut self.nodes[node].ends;
+        ends.push(End { query, route });
+        ends.sort_by_key(|end| std::cmp::Reverse(end.query.len()));
+        route
+    }
+
+    /// Base paths to strip from requests before matching (`/api/v10`), as found in the
+    /// document's `servers` or `basePath`. Replaces those set before.
+    pub fn set_prefixes<S: AsRef<str>>(&mut self, prefixes: impl IntoIterator<Item = S>) {
+        let mut prefixes: Vec<Vec<String>> = prefixes
+            .into_iter()
+            .map(|p| {
+                split(p.as_ref())
+                    .filter(|s| !s.is_empty())
+                    .map(|s| decode(s).into_owned())
+                    .collect::<Vec<_>>()
+            })
+            .filter(|p| !p.is_empty())
+            .collect();
+        prefixes.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        prefixes.dedup();
+        self.prefixes = prefixes;
+    }
+
+    /// The path key of route `index`, as inserted.
+    pub fn key(&self, index: usize) -> &str {
+        &self.keys[index]
+    }
+
+    /// Number of path keys.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// Whether the table has no path key.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// Matches a concrete path (`/users/42`), with the request's query string if any.
+    pub fn find_path(&self, path: &str, query: Option<&str>) -> Option<usize> {
+        self.find(path, Kind::Concrete, query)
+    }
+
+    /// Matches a route template recorded by the kit (`/users/{id}`): its `{name}` segments
+    /// match the document's template segments whatever their names.
+    pub fn find_template(&self, template: &str, query: Option<&str>) -> Option<usize> {
+        self.find(template, Kind::Template, query)
+    }
+
+    fn find(&self, path: &str, kind: Kind, query: Option<&str>) -> Option<usize> {
+        let query = Query(query.filter(|q| !q.is_empty()));
+        let body = path.strip_prefix('/').unwrap_or(path);
+        // The longest base path first; then the path as it is.
+        for prefix in &self.prefixes {
+            if let Some(rest) = strip_prefix(body, prefix)
+                && let Some(found) = self.find_normalised(rest, kind, query)
+            {
+                return Some(found);
+            }
+        }
+        self.find_normalised(body, kind, query)
+    }
+
+    /// The path (after its leading slash) as given; else with its trailing slash dropped
+    /// or added.
+    fn find_normalised(&self, body: &str, kind: Kind, query: Query<'_>) -> Option<usize> {
+        if let Some(found) = self.walk(0, Some(body), kind, query) {
+            return Some(found);
+        }
+        match body.strip_suffix('/') {
+            Some(without) if !without.is_empty() => self.walk(0, Some(without), kind, query),
+            Some(_) => None,
+            // Only requests that found nothing get here: the allocation is off the hot path.
+            None => self.walk(0, Some(&format!("{body}/")), kind, query),
+        }
+    }
+
+    /// Matches the segments in `rest` (`None` when there are no more) from `node`.
+    fn walk(&self, node: usize, rest: Option<&str>, kind: Kind, query: Query<'_>) -> Option<usize> {
+        let node = &self.nodes[node];
+        let Some(rest) = rest else {
+            return node
+                .ends
+                .iter()
+                .find(|end| end.query.iter().all(|(k, v)| query.has(k, v)))
+                .map(|end| end.route);
+        };
+        let (segment, next) = match rest.split_once('/') {
+            Some((segment, next)) => (segment, Some(next)),
+            None => (rest, None),
+        };
+        if kind == Kind::Template && segment.contains('{') {
+            if is_whole_template(segment) {
+                return node
+                    .template
+                    .and_then(|child| self.walk(child, next, kind, query));
+            }
+            match key_segment(segment) {
+                KeySegment::Template => {
+                    return node
+                        .template
+                        .and_then(|child| self.walk(child, next, kind, query));
+                }
+                KeySegment::Pattern(parts) => {
+                    for (pattern, child) in &node.patterns {
+                        // The same literals in the same places, whatever the names.
+                        if *pattern == parts
+                            && let Some(found) = self.walk(*child, next, kind, query)
+                        {
+                            return Some(found);
+                        }
+                    }
+                    return node
+                        .template
+                        .and_then(|child| self.walk(child, next, kind, query));
+                }
+                // Unbalanced braces: plain text.
+                KeySegment::Literal(_) => {}
+            }
+        }
+        let text = decode(segment);
+        if let Some(&child) = node.literals.get(text.as_ref())
+            && let Some(found) = self.walk(child, next, kind, query)
+        {
+            return Some(found);
+        }
+        if text.is_empty() {
+            // Templates never match an empty segment: a value is required.
+            return None;
+        }
+        for (parts, child) in &node.patterns {
+            if pattern_matches(parts, &text)
+                && let Some(found) = self.walk(*child, next, kind, query)
+            {
+                return Some(found);
+            }
+        }
+        node.template
+            .and_then(|child| self.walk(child, next, kind, query))
+    }
+
+    fn push_node(&mut self) -> usize {
+        self.nodes.push(Node::default());
+        self.nodes.len() - 1
+    }
+}
+
+/// The segments after the leading slash: `/a/b/` gives `a`, `b`, `` (a trailing slash is an
+/// empty last segment) and `/` gives one empty segment.
+fn split(path: &str) -> impl Iterator<Item = &str> {
+    path.strip_prefix('/').unwrap_or(path).split('/')
+}
+
+/// `body` (a path after its leading slash) without the base path's segments, compared
+/// decoded; `None` when it does not start with them.
+fn strip_prefix<'b>(body: &'b str, prefix: &[String]) -> Option<&'b str> {
+    let mut rest = body;
+    for expected in prefix {
+        let (segment, next) = rest.split_once('/').unwrap_or((rest, ""));
+        if decode(segment) != expected.as_str() {
+            return None;
+        }
+        rest = next;
+    }
+    Some(rest)
+}
+
+/// Percent-decodes one segment; invalid UTF-8 after decoding is replaced, not refused.
+fn decode(segment: &str) -> Cow<'_, str> {
+    if !segment.contains('%') {
+        return Cow::Borrowed(segment);
+    }
+    match percent_encoding::percent_decode_str(segment).decode_utf8_lossy() {
+        Cow::Borrowed(same) if same.len() == segment.len() => Cow::Borrowed(segment),
+        decoded => Cow::Owned(decoded.into_owned()),
+    }
+}
+
+/// `{name}` and nothing else, told without allocating (most template segments are).
+fn is_whole_template(segment: &str) -> bool {
+    segment.len() > 2
+        && segment.starts_with('{')
+        && segment.ends_with('}')
+        && !segment[1..segment.len() - 1].contains(['{', '}'])
+}
+
+/// Reads one segment of a path key or template.
+fn key_segment(raw: &str) -> KeySegment {
+    if !raw.contains('{') {
+        return KeySegment::Literal(decode(raw).into_owned());
+    }
+    let mut parts = Vec::new();
+    let mut rest = raw;
+    while let Some(open) = rest.find('{') {
+        let Some(close) = rest[open..].find('}').map(|c| open + c) else {
+            break;
+        };
+        if open > 0 {
+            parts.push(Part::Literal(decode(&rest[..open]).into_owned()));
+        }
+        parts.push(Part::Template);
+        rest = &rest[close + 1..];
+    }
+    if !rest.is_empty() {
+        parts.push(Part::Literal(decode(rest).into_owned()));
+    }
+    match parts.as_slice() {
+        [Part::Template] => KeySegment::Template,
+        [] => KeySegment::Literal(String::new()),
+        [Part::Literal(text)] => KeySegment::Literal(text.clone()),
+        _ => KeySegment::Pattern(parts),
+    }
+}
+
+/// Whether `text` fits `parts`, each template taking at least one character.
+fn pattern_matches(parts: &[Part], text: &str) -> bool {
+    match parts.split_first() {
+        None => text.is_empty(),
+        Some((Part::Literal(literal), rest)) => text
+            .strip_prefix(literal.as_str())
+            .is_some_and(|remaining| pattern_matches(rest, remaining)),
+        Some((Part::Template, rest)) => {
+            if rest.is_empty() {
+                return !text.is_empty();
+            }
+            // Try every split point after at least one character (patterns are short).
+            text.char_indices()
+                .skip(1)
+                .map(|(i, _)| i)
+                .any(|i| pattern_matches(rest, &text[i..]))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(keys: &[&str]) -> RouteTable {
+        let mut t = RouteTable::new();
+        for k in keys {
+            t.insert(k);
+        }
+        t
+    }
+
+    fn path<'a>(t: &'a RouteTable, p: &str) -> Option<&'a str> {
+        let (p, q) = p.split_once('?').map_or((p, None), |(a, b)| (a, Some(b)));
+        t.find_path(p, q).map(|i| t.key(i))
+    }
+
+    #[test]
+    fn literal_beats_template_left_to_right_with_backtracking() {
+        let t = table(&["/a/{x}/c", "/a/b/{y}", "/a/{x}/{y}", "/a/b/c/d"]);
+        assert_eq!(path(&t, "/a/b/c"), Some("/a/b/{y}"));
+        assert_eq!(path(&t, "/a/z/c"), Some("/a/{x}/c"));
+        assert_eq!(path(&t, "/a/z/q"), Some("/a/{x}/{y}"));
+        // `/a/b/...` dead-ends at depth 3 for `/a/b/x/d`: nothing fits.
+        assert_eq!(path(&t, "/a/b/x/d"), None);
+    }
+
+    #[test]
+    fn patterns_match_between_literal_and_template() {
+        let t = table(&[
+            "/c/{base}...{head}",
+            "/c/{ref}",
+            "/c/main...dev",
+            "/f/{name}.json",
+        ]);
+        assert_eq!(path(&t, "/c/main...dev"), Some("/c/main...dev"));
+        assert_eq!(path(&t, "/c/a...b"), Some("/c/{base}...{head}"));
+        assert_eq!(path(&t, "/c/a..b"), Some("/c/{ref}"));
+        assert_eq!(
+            path(&t, "/c/...b"),
+            Some("/c/{ref}"),
+            "a template takes one character at least"
+        );
+        assert_eq!(path(&t, "/f/x.json"), Some("/f/{name}.json"));
+        assert_eq!(path(&t, "/f/.json"), None);
+        assert_eq!(
+            t.find_template("/c/{a}...{b}", None).map(|i| t.key(i)),
+            Some("/c/{base}...{head}")
+        );
+        assert_eq!(
+            t.find_template("/c/{sha}", None).map(|i| t.key(i)),
+            Some("/c/{ref}")
+        );
+    }
+
+    #[test]
+    fn decoding_happens_after_splitting() {
+        let t = table(&["/files/{path}", "/files/{path}/raw", "/users/@me"]);
+        assert_eq!(path(&t, "/files/a%2Fb/raw"), Some("/files/{path}/raw"));
+        assert_eq!(path(&t, "/files/a%2Fb"), Some("/files/{path}"));
+        assert_eq!(path(&t, "/users/%40me"), Some("/users/@me"));
+        assert_eq!(
+            path(&t, "/files/%ff%fe"),
+            Some("/files/{path}"),
+            "invalid UTF-8 is replaced"
+        );
+    }
+
+    #[test]
+    fn trailing_slash_is_normalised_unless_both_exist() {
+        let t = table(&["/api/", "/apis", "/both", "/both/"]);
+        assert_eq!(path(&t, "/api"), Some("/api/"));
+        assert_eq!(path(&t, "/api/"), Some("/api/"));
+        assert_eq!(path(&t, "/apis/"), Some("/apis"));
+        assert_eq!(path(&t, "/both"), Some("/both"));
+        assert_eq!(path(&t, "/both/"), Some("/both/"));
+        let root = table(&["/"]);
+        assert_eq!(path(&root, "/"), Some("/"));
+        assert_eq!(path(&root, ""), Some("/"));
+        assert_eq!(path(&root, "/x"), None);
+    }
+
+    #[test]
+    fn query_constraints_in_keys() {
+        let t = table(&["/responses", "/responses?beta=true", "/only?v=2"]);
+        assert_eq!(path(&t, "/responses"), Some("/responses"));
+        assert_eq!(path(&t, "/responses?beta=true"), Some("/responses?beta=true"));
+        assert_eq!(path(&t, "/responses?x=1&beta=true"), Some("/responses?beta=true"));
+        assert_eq!(path(&t, "/responses?beta=false"), Some("/responses"));
+        assert_eq!(path(&t, "/only"), None);
+        assert_eq!(path(&t, "/only?v=2"), Some("/only?v=2"));
+    }
+
+    #[test]
+    fn prefixes_are_stripped_longest_first() {
+        let mut t = table(&["/pets", "/api/raw"]);
+        t.set_prefixes(["/api", "/api/v2/", "/"]);
+        assert_eq!(path(&t, "/api/pets"), Some("/pets"));
+        assert_eq!(path(&t, "/api/v2/pets"), Some("/pets"));
+        assert_eq!(path(&t, "/pets"), Some("/pets"));
+        assert_eq!(
+            path(&t, "/api/raw"),
+            Some("/api/raw"),
+            "unstripped when stripping finds nothing"
+        );
+        assert_eq!(path(&t, "/apiv/pets"), None, "prefixes end at a segment boundary");
+    }
+
+    #[test]
+    fn template_segments_never_match_literals_and_never_empty() {
+        let t = table(&["/users/@me", "/users/{user_id}", "/x/{id}"]);
+        assert_eq!(
+            t.find_template("/users/{id}", None).map(|i| t.key(i)),
+            Some("/users/{user_id}")
+        );
+        assert_eq!(
+            t.find_template("/users/@me", None).map(|i| t.key(i)),
+            Some("/users/@me")
+        );
+        assert_eq!(path(&t, "/x/"), None);
+        assert_eq!(path(&t, "/x//"), None);
+    }
+
+    #[test]
+    fn unbalanced_braces_are_literal_text() {
+        let t = table(&["/a/{open", "/b/x}"]);
+        assert_eq!(path(&t, "/a/{open"), Some("/a/{open"));
+        assert_eq!(path(&t, "/b/x}"), Some("/b/x}"));
+    }
+}
