@@ -53,3 +53,32 @@ pub(crate) fn audit(archive: &Path, secrets_file: Option<&Path>) -> Result<Audit
         findings,
     })
 }
+
+/// `kit-cli audit`: prints a line per finding (or that none was found); exit 1 on findings.
+pub(crate) fn run(archive: &Path, secrets_file: Option<&Path>) -> Result<(), crate::Exit> {
+    let archive = crate::inputs::archive(archive).map_err(crate::Exit::input)?;
+    let result = audit(archive, secrets_file).map_err(crate::Exit::input)?;
+    let mut text = String::new();
+    for finding in &result.findings {
+        text.push_str(&format!(
+            "secret found in entry {} at byte {}\n",
+            finding.entry, finding.offset
+        ));
+    }
+    if result.findings.is_empty() {
+        text.push_str(&format!(
+            "no known secret in {} entries ({} secrets searched for)\n",
+            result.entries, result.secrets
+        ));
+        return crate::write_output(None, text.as_bytes());
+    }
+    crate::write_output(None, text.as_bytes())?;
+    Err(crate::Exit {
+        code: 1,
+        message: format!(
+            "{} of {} entries hold a known secret",
+            result.findings.len(),
+            result.entries
+        ),
+    })
+}

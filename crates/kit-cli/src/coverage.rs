@@ -1,72 +1,125 @@
-//! `kit-cli coverage`: the coverage collectors replayed over archives, then the gates.
+//! `kit-cli report` and `kit-cli coverage`: flags over configuration, the replay, the gates,
+//! the chosen format.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use kit_core::report::Report;
-use kit_core::{Collector, Configuration};
-use kit_coverage::{
-    CoverageGates, GateFailure, OpenApiCoverageCollector, Percent, RestCoverageCollector,
-    RestTrafficCoverageCollector,
-};
-use kit_trace::{ArchiveReader, TraceError};
+use kit_core::Configuration;
+use kit_coverage::{CoverageGates, OpenApiDocument};
 
-use crate::inputs::short;
+use crate::cli::{CoverageArgs, Format, GateArgs};
+use crate::model::{self, CoverageSetup, Scope, View};
+use crate::progress::Progress;
+use crate::{Exit, inputs, render, write_output};
 
-/// What `kit-cli coverage` was asked for, flags and configuration merged.
-#[derive(Debug, Default)]
-pub(crate) struct CoverageRequest {
-    pub(crate) openapi: Option<PathBuf>,
-    pub(crate) base_paths: Vec<String>,
-    pub(crate) gates: CoverageGates,
+/// `kit-cli report`.
+pub(crate) fn report(
+    inputs: &[PathBuf],
+    args: CoverageArgs,
+    format: Format,
+    output: Option<&Path>,
+    fail_on_test_failure: bool,
+) -> Result<(), Exit> {
+    let archives = inputs::archives(inputs).map_err(Exit::input)?;
+    let (setup, _) = resolve(args, GateArgs::default())?;
+    let progress = Progress::for_stderr();
+    let view =
+        model::build("report", &archives, &setup, Scope::PerRun, &progress).map_err(|e| Exit::input(e.0))?;
+    drop(progress);
+    finish(&view, format, output, fail_on_test_failure)
 }
 
-/// Flags as given on the command line; `None`/empty means "as configured".
-#[derive(Debug, Default)]
-pub(crate) struct CoverageFlags {
-    pub(crate) openapi: Option<PathBuf>,
-    pub(crate) config: Option<PathBuf>,
-    pub(crate) base_paths: Vec<String>,
-    pub(crate) operations: Option<Percent>,
-    pub(crate) statuses: Option<Percent>,
-    pub(crate) fields: Option<Percent>,
-    pub(crate) exclude_deprecated: bool,
-    pub(crate) exclude: Vec<String>,
+/// `kit-cli coverage`.
+pub(crate) fn coverage(
+    inputs: &[PathBuf],
+    args: CoverageArgs,
+    gate_args: GateArgs,
+    format: Format,
+    output: Option<&Path>,
+    fail_on_test_failure: bool,
+) -> Result<(), Exit> {
+    let archives = inputs::archives(inputs).map_err(Exit::input)?;
+    let (setup, gates) = resolve(args, gate_args)?;
+    let progress = Progress::for_stderr();
+    let mut view =
+        model::build("coverage", &archives, &setup, Scope::Whole, &progress).map_err(|e| Exit::input(e.0))?;
+    drop(progress);
+    if let Some(report) = &view.coverage {
+        let failures = gates.check(report);
+        view.gates = model::gate_rows(&gates, report, &failures);
+    }
+    finish(&view, format, output, fail_on_test_failure)
 }
 
-impl CoverageFlags {
-    /// Flags over configuration: `kit.toml`/`kit.json` in `--config` (a folder or one of those
-    /// files; the current folder by default) and `Kit__…` environment variables.
-    pub(crate) fn resolve(self) -> Result<CoverageRequest, String> {
-        let (configuration, dir) = configuration(self.config.as_deref())?;
-        let mut gates = CoverageGates::from_configuration(&configuration).map_err(|e| e.to_string())?;
-        gates.operations = self.operations.or(gates.operations);
-        gates.statuses = self.statuses.or(gates.statuses);
-        gates.fields = self.fields.or(gates.fields);
-        gates.exclude_deprecated |= self.exclude_deprecated;
-        gates.exclude.extend(self.exclude);
-        let openapi = self
-            .openapi
-            .or_else(|| configuration.get("Kit:Coverage:OpenApi").map(|p| dir.join(p)));
-        let base_paths = if self.base_paths.is_empty() {
-            configuration
-                .section("Kit:Coverage")
-                .get_list("BasePaths")
-                .unwrap_or_default()
-        } else {
-            self.base_paths
-        };
-        Ok(CoverageRequest {
-            openapi,
-            base_paths,
-            gates,
+/// Renders, writes, and turns failed gates (and failed tests, when asked) into exit 1.
+fn finish(
+    view: &View,
+    format: Format,
+    output: Option<&Path>,
+    fail_on_test_failure: bool,
+) -> Result<(), Exit> {
+    let bytes = render::render(view, format, crate::to_terminal(output));
+    write_output(output, &bytes)?;
+    let mut lines: Vec<String> = view
+        .failed_gates()
+        .map(|g| format!("gate failed: {}", g.message))
+        .collect();
+    let failed = view.failed_tests();
+    if fail_on_test_failure && failed > 0 {
+        lines.push(format!("{failed} test(s) failed or were interrupted"));
+    }
+    if lines.is_empty() {
+        Ok(())
+    } else {
+        Err(Exit {
+            code: 1,
+            message: lines.join("\n"),
         })
     }
 }
 
+/// Flags over configuration (`kit.toml`/`kit.json` in `--config`, the current folder by
+/// default, then `Kit__…` environment variables): the collectors' setup and the gates.
+fn resolve(args: CoverageArgs, gate_args: GateArgs) -> Result<(CoverageSetup, CoverageGates), Exit> {
+    let (configuration, dir) = configuration(args.config.as_deref()).map_err(Exit::input)?;
+    let mut gates = CoverageGates::from_configuration(&configuration).map_err(Exit::input)?;
+    gates.operations = gate_args.fail_under_operations.or(gates.operations);
+    gates.statuses = gate_args.fail_under_statuses.or(gates.statuses);
+    gates.fields = gate_args.fail_under_fields.or(gates.fields);
+    gates.exclude_deprecated |= args.exclude_deprecated;
+    gates.exclude.extend(args.exclude);
+    let openapi_path = args
+        .openapi
+        .or_else(|| configuration.get("Kit:Coverage:OpenApi").map(|p| dir.join(p)));
+    let base_paths = if args.base_paths.is_empty() {
+        configuration
+            .section("Kit:Coverage")
+            .get_list("BasePaths")
+            .unwrap_or_default()
+    } else {
+        args.base_paths
+    };
+    let openapi = match openapi_path {
+        None => None,
+        Some(path) => {
+            let mut document = OpenApiDocument::from_path(&path).map_err(Exit::input)?;
+            if !base_paths.is_empty() {
+                document = document.with_base_paths(base_paths);
+            }
+            Some(Arc::new(document))
+        }
+    };
+    let setup = CoverageSetup {
+        openapi,
+        exclude_deprecated: gates.exclude_deprecated,
+        exclude: gates.exclude.clone(),
+    };
+    Ok((setup, gates))
+}
+
 fn configuration(config: Option<&Path>) -> Result<(Configuration, PathBuf), String> {
-    let given = config.map(Path::to_path_buf);
-    let path = match &given {
-        Some(p) => p.clone(),
+    let path = match config {
+        Some(p) => p.to_path_buf(),
         None => std::env::current_dir().map_err(|e| format!("cannot read the current folder: {e}"))?,
     };
     let mut configuration = if path.is_file() {
@@ -94,81 +147,4 @@ fn configuration(config: Option<&Path>) -> Result<(Configuration, PathBuf), Stri
         path
     };
     Ok((configuration, dir))
-}
-
-/// The coverage report of `archives`, and the gates it falls short of.
-pub(crate) fn coverage(
-    archives: &[PathBuf],
-    request: &CoverageRequest,
-) -> Result<(Report, Vec<GateFailure>), String> {
-    let mut rest = RestCoverageCollector::new();
-    let mut traffic = RestTrafficCoverageCollector::new();
-    let mut openapi = match &request.openapi {
-        None => None,
-        Some(path) => {
-            let mut collector = OpenApiCoverageCollector::from_spec(path).map_err(|e| e.to_string())?;
-            if !request.base_paths.is_empty() {
-                collector = collector.with_base_paths(request.base_paths.iter().cloned());
-            }
-            if request.gates.exclude_deprecated {
-                collector = collector.exclude_deprecated();
-            }
-            Some(
-                collector
-                    .exclude(&request.gates.exclude)
-                    .map_err(|e| e.to_string())?,
-            )
-        }
-    };
-    let mut notes = Vec::new();
-    {
-        let mut collectors: Vec<&mut dyn Collector> = vec![&mut rest, &mut traffic];
-        if let Some(openapi) = openapi.as_mut() {
-            collectors.push(openapi);
-        }
-        for path in archives {
-            if let Some(note) =
-                replay(path, &mut collectors).map_err(|e| format!("{}: {e}", path.display()))?
-            {
-                notes.push(note);
-            }
-        }
-    }
-    let mut report = Report::default();
-    rest.write_report(&mut report);
-    traffic.write_report(&mut report);
-    if let Some(openapi) = &openapi {
-        openapi.write_report(&mut report);
-    }
-    if let Some(first) = report.sections.first_mut() {
-        first.notes.extend(notes);
-    }
-    let failures = request.gates.check(&report);
-    Ok((report, failures))
-}
-
-/// Feeds every event of every test of the archive to `collectors`; returns a note when the
-/// archive was cut short and salvaged.
-pub(crate) fn replay(
-    path: &Path,
-    collectors: &mut [&mut dyn Collector],
-) -> Result<Option<String>, TraceError> {
-    let mut reader = ArchiveReader::open(path)?;
-    let note = reader.salvage().map(|s| {
-        format!(
-            "{} was cut short: read {} whole entries, left out {} damaged bytes",
-            short(path),
-            s.entries,
-            s.dropped_bytes
-        )
-    });
-    for record in reader.tests() {
-        let record = record?;
-        for event in &record.events {
-            for collector in collectors.iter_mut() {
-                collector.on_event(event);
-            }
-        }
-    }
-    Ok(note)
 }

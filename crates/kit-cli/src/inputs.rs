@@ -47,6 +47,20 @@ pub(crate) fn archives(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
     Ok(out)
 }
 
+/// One archive file (for commands that read a single archive), checked as [`archives`]
+/// checks its inputs.
+pub(crate) fn archive(path: &Path) -> Result<&Path, InputError> {
+    let error = |reason: String| InputError {
+        path: path.display().to_string(),
+        reason,
+    };
+    let metadata = std::fs::metadata(path).map_err(|e| error(describe_io(&e)))?;
+    if metadata.is_dir() {
+        return Err(error("is a folder; name one archive".into()));
+    }
+    Ok(path)
+}
+
 fn push_unique(out: &mut Vec<PathBuf>, paths: Vec<PathBuf>) {
     for path in paths {
         let key = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());

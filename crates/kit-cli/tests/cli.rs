@@ -275,7 +275,7 @@ fn audit_passes_a_clean_archive_and_names_the_entry_of_a_leak() {
     );
     assert_input_error(
         &audit(&clean_dir.path().join("missing.kittrace"), None),
-        "cannot open",
+        "missing.kittrace: no such file or folder",
     );
 }
 

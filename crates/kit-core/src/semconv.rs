@@ -45,6 +45,8 @@ pub const HTTP_ROUTE: &str = "http.route";
 pub const URL_FULL: &str = "url.full";
 /// The response's status code.
 pub const HTTP_RESPONSE_STATUS_CODE: &str = "http.response.status_code";
+/// The HTTP version of the response: `1.1`, `2`.
+pub const NETWORK_PROTOCOL_VERSION: &str = "network.protocol.version";
 /// The server's host name.
 pub const SERVER_ADDRESS: &str = "server.address";
 /// The server's port.
@@ -70,6 +72,11 @@ pub const KIT_REQUEST_HEADER_COUNT: &str = "kit.http.request.header_count";
 pub const KIT_REQUEST_BODY: &str = "kit.http.request.body";
 /// The response body, sanitized and truncated.
 pub const KIT_RESPONSE_BODY: &str = "kit.http.response.body";
+/// `base64` when the request body was not UTF-8 and [`KIT_REQUEST_BODY`] holds its bytes
+/// base64-encoded; absent for text.
+pub const KIT_REQUEST_BODY_ENCODING: &str = "kit.http.request.body.encoding";
+/// `base64` when the response body was not UTF-8 (see [`KIT_REQUEST_BODY_ENCODING`]).
+pub const KIT_RESPONSE_BODY_ENCODING: &str = "kit.http.response.body.encoding";
 /// How long a request took, in nanoseconds.
 pub const KIT_DURATION_NS: &str = "kit.duration_ns";
 /// A failure's message, sanitized.

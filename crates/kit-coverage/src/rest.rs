@@ -92,19 +92,13 @@ impl Collector for RestCoverageCollector {
             let statuses: Vec<String> = e
                 .statuses
                 .iter()
-                .map(|(status, n)| {
-                    if *n == 1 {
-                        status.to_string()
-                    } else {
-                        format!("{status}×{n}")
-                    }
-                })
+                .map(|(status, n)| format!("{status} ×{n}"))
                 .collect();
             section = section.with_row([
                 e.method.clone(),
                 e.route.clone(),
                 e.calls.to_string(),
-                statuses.join(" "),
+                statuses.join(", "),
             ]);
         }
         report.sections.push(section);

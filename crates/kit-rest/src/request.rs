@@ -476,8 +476,8 @@ impl PendingRequest {
             .map(str::to_owned);
         let shown_request_body = body
             .as_ref()
-            .map(|(bytes, _)| sanitizer.body(request_content_type.as_deref(), bytes))
-            .filter(|b| !b.is_empty());
+            .map(|(bytes, _)| sanitizer.recorded_body(request_content_type.as_deref(), bytes))
+            .filter(|b| !b.text.is_empty());
 
         let mut start_attributes = Attributes::with_capacity(12)
             .with(semconv::HTTP_REQUEST_METHOD, method.as_str())
@@ -504,7 +504,10 @@ impl PendingRequest {
             start_attributes.push(semconv::HTTP_REQUEST_BODY_SIZE, bytes.len());
         }
         if let Some(shown) = &shown_request_body {
-            start_attributes.push(semconv::KIT_REQUEST_BODY, shown.as_str());
+            start_attributes.push(semconv::KIT_REQUEST_BODY, shown.text.as_str());
+            if shown.base64 {
+                start_attributes.push(semconv::KIT_REQUEST_BODY_ENCODING, "base64");
+            }
         }
         let operation = ctx.start_operation(
             None,
@@ -587,7 +590,7 @@ impl PendingRequest {
             .get(http::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        let shown_response_body = sanitizer.body(response_content_type.as_deref(), raw.body());
+        let shown_response_body = sanitizer.recorded_body(response_content_type.as_deref(), raw.body());
         let mut attributes = Attributes::with_capacity(12)
             .with(semconv::HTTP_REQUEST_METHOD, method.as_str())
             .with(semconv::HTTP_ROUTE, template.as_str())
@@ -604,8 +607,12 @@ impl PendingRequest {
             raw.headers(),
             &sanitizer,
         );
-        if !shown_response_body.is_empty() {
-            attributes.push(semconv::KIT_RESPONSE_BODY, shown_response_body.as_str());
+        attributes.push(semconv::NETWORK_PROTOCOL_VERSION, protocol_version(raw.version()));
+        if !shown_response_body.text.is_empty() {
+            attributes.push(semconv::KIT_RESPONSE_BODY, shown_response_body.text.as_str());
+            if shown_response_body.base64 {
+                attributes.push(semconv::KIT_RESPONSE_BODY_ENCODING, "base64");
+            }
         }
         operation.observe(Observation::new(semconv::OBS_HTTP_RESPONSE, attributes));
 
@@ -617,7 +624,7 @@ impl PendingRequest {
                 let attachment = Attachment::new(
                     format!("rest-{number:02}-request"),
                     request_content_type.unwrap_or_else(|| "application/octet-stream".into()),
-                    shown.into_bytes(),
+                    recorded_bytes(shown),
                 )
                 .with_description(format!("{method} {template}"));
                 ctx.attach(Some(operation.id()), attachment);
@@ -626,7 +633,7 @@ impl PendingRequest {
                 let attachment = Attachment::new(
                     format!("rest-{number:02}-response"),
                     response_content_type.unwrap_or_else(|| "text/plain".into()),
-                    shown_response_body.into_bytes(),
+                    recorded_bytes(shown_response_body),
                 )
                 .with_description(status_line(status));
                 ctx.attach(Some(operation.id()), attachment);
@@ -637,6 +644,29 @@ impl PendingRequest {
             Attributes::new().with(semconv::HTTP_RESPONSE_STATUS_CODE, status.as_u16()),
         );
         Ok(RestResponse::new(ctx, info, raw, elapsed))
+    }
+}
+
+/// The body's bytes as recorded: the text, or what the base64 stands for.
+fn recorded_bytes(body: kit_core::redact::RecordedBody) -> Vec<u8> {
+    if body.base64 {
+        use base64::Engine as _;
+        // The kit encoded it a moment ago: it decodes.
+        return base64::engine::general_purpose::STANDARD
+            .decode(body.text.as_bytes())
+            .unwrap_or_default();
+    }
+    body.text.into_bytes()
+}
+
+/// `1.1`, `2`: OpenTelemetry's `network.protocol.version`.
+fn protocol_version(version: http::Version) -> &'static str {
+    match version {
+        http::Version::HTTP_09 => "0.9",
+        http::Version::HTTP_10 => "1.0",
+        http::Version::HTTP_2 => "2",
+        http::Version::HTTP_3 => "3",
+        _ => "1.1",
     }
 }
 

@@ -38,11 +38,13 @@
 
 mod error;
 pub mod format;
+mod merge;
 mod read;
 mod writer;
 mod zipfile;
 
 pub use error::TraceError;
 pub use format::{FORMAT_VERSION, FormatVersion, RunManifest};
+pub use merge::{MergeInfo, MergeSummary, merge};
 pub use read::{ArchiveReader, ReaderLimits, RunSummary, Salvage, TestRecord, Tests};
 pub use writer::{ArchiveWriter, WriterOptions, WriterStats, archive_file_name};

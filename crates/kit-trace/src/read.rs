@@ -494,7 +494,7 @@ impl ArchiveReader {
         self.zip.len()
     }
 
-    fn entry_name(&self, index: usize) -> String {
+    pub(crate) fn entry_name(&self, index: usize) -> String {
         match self.zip.name_for_index(index) {
             Some(Ok(name)) => name.into_owned(),
             _ => format!("#{index}"),

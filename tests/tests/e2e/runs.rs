@@ -173,13 +173,14 @@ fn a_run_with_failures_records_every_outcome_and_the_report_lists_them() {
         matches!(&outcomes["d_returns_an_error"], TestOutcome::Failed { message } if message.contains("deliberate error returned"))
     );
     assert_eq!(outcomes["e_passes_too"], TestOutcome::Passed);
+    assert_eq!(outcomes["f_downloads_a_picture"], TestOutcome::Passed);
     assert_eq!(outcomes["z_waits_to_be_killed"], TestOutcome::Passed);
 
     let report = run(kit_cli().arg("report").arg(&archives[0]));
     assert!(report.status.success(), "{}", describe(&report));
     let text = String::from_utf8_lossy(&report.stdout);
     assert!(
-        text.contains("6 tests, 3 passed, 2 failed, 1 skipped, 0 interrupted"),
+        text.contains("7 tests, 4 passed, 2 failed, 1 skipped, 0 interrupted"),
         "{text}"
     );
     assert!(text.contains("Passed a_passes\n"), "{text}");
@@ -213,7 +214,7 @@ fn a_test_binary_killed_with_sigkill_leaves_an_archive_that_lists_the_running_te
         .unwrap();
     let archive = results.path().join("kit-killed-run.kittrace");
 
-    // Wait until the five quick tests are in and the last one has started, then kill.
+    // Wait until the six quick tests are in and the last one has started, then kill.
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         assert!(
@@ -222,7 +223,7 @@ fn a_test_binary_killed_with_sigkill_leaves_an_archive_that_lists_the_running_te
         );
         if archive.exists()
             && let Ok(mut reader) = kit_trace::ArchiveReader::open(&archive)
-            && reader.test_count() == 6
+            && reader.test_count() == 7
         {
             let interrupted = reader
                 .tests()
@@ -242,7 +243,7 @@ fn a_test_binary_killed_with_sigkill_leaves_an_archive_that_lists_the_running_te
     assert!(report.status.success(), "{}", describe(&report));
     let text = String::from_utf8_lossy(&report.stdout);
     assert!(
-        text.contains("6 tests, 2 passed, 2 failed, 1 skipped, 1 interrupted"),
+        text.contains("7 tests, 3 passed, 2 failed, 1 skipped, 1 interrupted"),
         "{text}"
     );
     assert!(text.contains("Interrupted z_waits_to_be_killed\n"), "{text}");

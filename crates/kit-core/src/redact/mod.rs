@@ -38,7 +38,10 @@ mod markup;
 mod secrets;
 mod url;
 
+use std::borrow::Cow;
 use std::sync::Arc;
+
+use base64::Engine as _;
 
 pub use secrets::{
     Fingerprint, FingerprintSet, Leak, LeakScanner, MIN_SECRET_LEN, SecretRegistry, rolling_hash,
@@ -143,6 +146,15 @@ fn body_kind(content_type: Option<&str>, text: &str) -> BodyKind {
     } else {
         BodyKind::Text
     }
+}
+
+/// A body as recorded by [`Sanitizer::recorded_body`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordedBody {
+    /// The text, or the base64 of the bytes.
+    pub text: String,
+    /// Whether `text` is base64 (the body was not UTF-8).
+    pub base64: bool,
 }
 
 /// Cuts `text` after `max_chars` characters and appends `... [N characters truncated]`.
@@ -313,6 +325,28 @@ impl Sanitizer {
         let redacted = self.structured(content_type, &text, 0);
         let replaced = self.secrets.replace_known(&redacted).into_owned();
         truncate(replaced, self.max_body_chars)
+    }
+
+    /// A body as the trace keeps it: [`body`](Self::body) when it is UTF-8 text; otherwise
+    /// the bytes themselves, known secrets replaced and cut at the cap (in bytes), base64
+    /// encoded, so a binary body survives to exports (HAR) whole instead of as U+FFFD.
+    pub fn recorded_body(&self, content_type: Option<&str>, body: &[u8]) -> RecordedBody {
+        if std::str::from_utf8(body).is_ok() {
+            return RecordedBody {
+                text: self.body(content_type, body),
+                base64: false,
+            };
+        }
+        let bytes = if self.redact {
+            self.secrets.replace_known_bytes(body)
+        } else {
+            Cow::Borrowed(body)
+        };
+        let cut = &bytes[..bytes.len().min(self.max_body_chars)];
+        RecordedBody {
+            text: base64::engine::general_purpose::STANDARD.encode(cut),
+            base64: true,
+        }
     }
 
     fn structured(&self, content_type: Option<&str>, text: &str, depth: u8) -> String {

@@ -225,21 +225,7 @@ impl SecretRegistry {
 
     /// `text` with every known secret replaced by `[REDACTED]`; borrowed when there is none.
     pub fn replace_known<'t>(&self, text: &'t str) -> Cow<'t, str> {
-        let fresh = {
-            let state = self.state.read().unwrap_or_else(PoisonError::into_inner);
-            (!state.stale).then(|| state.matcher.clone())
-        };
-        let matcher = match fresh {
-            Some(m) => m,
-            None => {
-                let mut state = self.state.write().unwrap_or_else(PoisonError::into_inner);
-                if state.stale {
-                    state.rebuild();
-                }
-                state.matcher.clone()
-            }
-        };
-        match matcher {
+        match self.matcher() {
             Some(m) if m.is_match(text) => {
                 let mut out = String::with_capacity(text.len());
                 m.replace_all_with(text, &mut out, |_, _, dst| {
@@ -249,6 +235,39 @@ impl SecretRegistry {
                 Cow::Owned(out)
             }
             _ => Cow::Borrowed(text),
+        }
+    }
+
+    /// [`replace_known`](Self::replace_known) on bytes that are not text (a binary body).
+    pub fn replace_known_bytes<'b>(&self, bytes: &'b [u8]) -> Cow<'b, [u8]> {
+        match self.matcher() {
+            Some(m) if m.is_match(bytes) => {
+                let mut out = Vec::with_capacity(bytes.len());
+                m.replace_all_with_bytes(bytes, &mut out, |_, _, dst| {
+                    dst.extend_from_slice(REDACTED.as_bytes());
+                    true
+                });
+                Cow::Owned(out)
+            }
+            _ => Cow::Borrowed(bytes),
+        }
+    }
+
+    /// The automaton over every known secret, rebuilt first if secrets arrived since.
+    fn matcher(&self) -> Option<Arc<AhoCorasick>> {
+        let fresh = {
+            let state = self.state.read().unwrap_or_else(PoisonError::into_inner);
+            (!state.stale).then(|| state.matcher.clone())
+        };
+        match fresh {
+            Some(m) => m,
+            None => {
+                let mut state = self.state.write().unwrap_or_else(PoisonError::into_inner);
+                if state.stale {
+                    state.rebuild();
+                }
+                state.matcher.clone()
+            }
         }
     }
 

@@ -1,0 +1,188 @@
+//! The HTTP exchanges of a test, gathered from its events: what HAR and curl export.
+
+use kit_core::{Attributes, Event, EventKind, OperationStatus, Timestamp, semconv};
+
+/// One request and its response, as the trace recorded them (sanitized).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Exchange {
+    /// The `http.request` operation's id, as 16 hex digits.
+    pub(crate) id: String,
+    pub(crate) started: u64,
+    pub(crate) ended: Option<u64>,
+    pub(crate) method: String,
+    pub(crate) route: String,
+    pub(crate) url: String,
+    pub(crate) request_headers: Vec<(String, String)>,
+    pub(crate) request_body: Option<Body>,
+    pub(crate) request_body_size: Option<u64>,
+    pub(crate) status: Option<u16>,
+    pub(crate) protocol: Option<String>,
+    pub(crate) response_headers: Vec<(String, String)>,
+    pub(crate) response_body: Option<Body>,
+    pub(crate) response_body_size: Option<u64>,
+    pub(crate) duration_ns: Option<u64>,
+    pub(crate) failure: Option<String>,
+}
+
+/// A body as recorded: text, or base64 of bytes that were not UTF-8.
+#[derive(Debug, Clone)]
+pub(crate) struct Body {
+    pub(crate) text: String,
+    pub(crate) base64: bool,
+}
+
+impl Exchange {
+    /// The value of the first header `name` (lower case) of the request.
+    pub(crate) fn request_header(&self, name: &str) -> Option<&str> {
+        self.request_headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The value of the first header `name` (lower case) of the response.
+    pub(crate) fn response_header(&self, name: &str) -> Option<&str> {
+        self.response_headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Every exchange among `events`, in the order the requests started.
+pub(crate) fn exchanges(events: &[Event]) -> Vec<Exchange> {
+    let mut found: Vec<Exchange> = Vec::new();
+    let index = |found: &[Exchange], id: Option<kit_core::EventId>| {
+        let id = id?.to_string();
+        found.iter().rposition(|e| e.id == id)
+    };
+    for event in events {
+        match &event.kind {
+            EventKind::OperationStarted(op) if op.name == semconv::OP_HTTP_REQUEST => {
+                let a = &op.attributes;
+                let text = |key: &str| a.get_str(key).unwrap_or_default().to_owned();
+                found.push(Exchange {
+                    id: event.id.to_string(),
+                    started: event.timestamp.as_unix_nanos(),
+                    method: text(semconv::HTTP_REQUEST_METHOD),
+                    route: text(semconv::HTTP_ROUTE),
+                    url: text(semconv::URL_FULL),
+                    request_headers: headers(a, semconv::HTTP_REQUEST_HEADER_PREFIX),
+                    request_body: body(a, semconv::KIT_REQUEST_BODY, semconv::KIT_REQUEST_BODY_ENCODING),
+                    request_body_size: number(a, semconv::HTTP_REQUEST_BODY_SIZE),
+                    ..Exchange::default()
+                });
+            }
+            EventKind::Observation(o) if o.name == semconv::OBS_HTTP_RESPONSE => {
+                if let Some(i) = index(&found, event.parent_id) {
+                    let a = &o.attributes;
+                    let e = &mut found[i];
+                    e.status =
+                        number(a, semconv::HTTP_RESPONSE_STATUS_CODE).and_then(|s| u16::try_from(s).ok());
+                    e.protocol = a.get_str(semconv::NETWORK_PROTOCOL_VERSION).map(str::to_owned);
+                    e.response_headers = headers(a, semconv::HTTP_RESPONSE_HEADER_PREFIX);
+                    e.response_body =
+                        body(a, semconv::KIT_RESPONSE_BODY, semconv::KIT_RESPONSE_BODY_ENCODING);
+                    e.response_body_size = number(a, semconv::HTTP_RESPONSE_BODY_SIZE);
+                    e.duration_ns = number(a, semconv::KIT_DURATION_NS);
+                }
+            }
+            EventKind::Observation(o) if o.name == semconv::OBS_HTTP_FAILURE => {
+                if let Some(i) = index(&found, event.parent_id) {
+                    found[i].failure = o
+                        .attributes
+                        .get_str(semconv::KIT_FAILURE_MESSAGE)
+                        .map(str::to_owned);
+                }
+            }
+            EventKind::OperationEnded(ended) => {
+                if let Some(e) = found
+                    .iter_mut()
+                    .rev()
+                    .find(|e| e.id == ended.operation.to_string())
+                {
+                    e.ended = Some(event.timestamp.as_unix_nanos());
+                    if let OperationStatus::Error { message } = &ended.status {
+                        e.failure.get_or_insert_with(|| message.clone());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    found
+}
+
+/// `http.request.header.<name>` attributes (lists) as name–value pairs, one per value.
+fn headers(attributes: &Attributes, prefix: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (key, value) in attributes.iter() {
+        let Some(name) = key.strip_prefix(prefix) else {
+            continue;
+        };
+        match (value.as_str_list(), value.as_str()) {
+            (Some(values), _) => out.extend(values.iter().map(|v| (name.to_owned(), v.clone()))),
+            (None, Some(v)) => out.push((name.to_owned(), v.to_owned())),
+            _ => {}
+        }
+    }
+    out
+}
+
+fn body(attributes: &Attributes, key: &str, encoding: &str) -> Option<Body> {
+    attributes.get_str(key).map(|text| Body {
+        text: text.to_owned(),
+        base64: attributes.get_str(encoding) == Some("base64"),
+    })
+}
+
+fn number(attributes: &Attributes, key: &str) -> Option<u64> {
+    attributes.get_i64(key).and_then(|n| u64::try_from(n).ok())
+}
+
+/// `2026-11-22T10:00:00.123Z` for nanoseconds since the Unix epoch (UTC, milliseconds).
+pub(crate) fn rfc3339(nanos: u64) -> String {
+    let seconds = nanos / 1_000_000_000;
+    let millis = (nanos % 1_000_000_000) / 1_000_000;
+    let days = seconds / 86_400;
+    let rest = seconds % 86_400;
+    let (year, month, day) = civil_from_days(days as i64);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+        rest / 3600,
+        (rest % 3600) / 60,
+        rest % 60
+    )
+}
+
+/// Howard Hinnant's days-to-civil: the proleptic Gregorian date `days` after 1970-01-01.
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+/// `Timestamp` as RFC 3339.
+pub(crate) fn timestamp(t: Timestamp) -> String {
+    rfc3339(t.as_unix_nanos())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_matches_known_instants() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(951_782_400_000_000_000), "2000-02-29T00:00:00.000Z");
+        assert_eq!(rfc3339(1_795_315_200_123_456_789), "2026-11-22T02:40:00.123Z");
+        assert_eq!(rfc3339(4_107_542_399_999_000_000), "2100-02-28T23:59:59.999Z");
+    }
+}

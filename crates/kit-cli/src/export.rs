@@ -1,0 +1,430 @@
+//! `kit-cli export`: HAR 1.2 and OTLP/JSON, read one test at a time.
+
+use std::path::Path;
+
+use serde_json::{Map, Value, json};
+
+use kit_core::{AttributeValue, Attributes, EventKind, OperationStatus, TestOutcome, semconv};
+use kit_trace::{ArchiveReader, TestRecord};
+
+use crate::exchanges::{Body, Exchange, exchanges, rfc3339, timestamp};
+use crate::{Exit, write_output};
+
+pub(crate) fn export(archive: &Path, har: Option<&Path>, otlp: Option<&Path>) -> Result<(), Exit> {
+    let archive = crate::inputs::archive(archive).map_err(Exit::input)?;
+    let open = || ArchiveReader::open(archive).map_err(Exit::input);
+    if let Some(path) = har {
+        let document = har_document(&mut open()?).map_err(Exit::input)?;
+        write_json(path, &document)?;
+    }
+    if let Some(path) = otlp {
+        let document = otlp_document(&mut open()?).map_err(Exit::input)?;
+        write_json(path, &document)?;
+    }
+    Ok(())
+}
+
+fn write_json(path: &Path, value: &Value) -> Result<(), Exit> {
+    let mut text =
+        serde_json::to_vec_pretty(value).map_err(|e| Exit::input(format!("cannot write JSON: {e}")))?;
+    text.push(b'\n');
+    write_output(Some(path), &text)
+}
+
+// === HAR 1.2 ===
+
+/// HAR 1.2: one page per test (id: the test id, title: its name), one entry per request.
+fn har_document(reader: &mut ArchiveReader) -> Result<Value, kit_trace::TraceError> {
+    let mut pages = Vec::new();
+    let mut entries = Vec::new();
+    for record in reader.tests() {
+        let record = record?;
+        let page = record.test_id.to_string();
+        pages.push(json!({
+            "startedDateTime": timestamp(record.started_at),
+            "id": page,
+            "title": record.name,
+            "pageTimings": { "onContentLoad": -1, "onLoad": -1 },
+            "comment": record.outcome.label(),
+        }));
+        for exchange in exchanges(&record.events) {
+            entries.push(har_entry(&page, &exchange));
+        }
+    }
+    Ok(json!({
+        "log": {
+            "version": "1.2",
+            "creator": { "name": "kit-cli", "version": env!("CARGO_PKG_VERSION") },
+            "pages": pages,
+            "entries": entries,
+        }
+    }))
+}
+
+fn har_entry(page: &str, e: &Exchange) -> Value {
+    let http_version = format!("HTTP/{}", e.protocol.as_deref().unwrap_or("1.1"));
+    let total_ms = e
+        .duration_ns
+        .or_else(|| e.ended.map(|end| end.saturating_sub(e.started)))
+        .map_or(0.0, |ns| ns as f64 / 1e6);
+    let query: Vec<Value> = url::Url::parse(&e.url)
+        .map(|u| {
+            u.query_pairs()
+                .map(|(name, value)| json!({ "name": name, "value": value }))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut request = json!({
+        "method": e.method,
+        "url": e.url,
+        "httpVersion": http_version,
+        "cookies": cookies(e.request_header("cookie"), ';'),
+        "headers": har_headers(&e.request_headers),
+        "queryString": query,
+        "headersSize": -1,
+        "bodySize": e.request_body_size.map_or(-1, |n| n as i64),
+    });
+    if let Some(body) = &e.request_body {
+        let mime = e
+            .request_header("content-type")
+            .unwrap_or("application/octet-stream");
+        request["postData"] = post_data(mime, body);
+    }
+    let mut response = Map::new();
+    match e.status {
+        Some(status) => {
+            response.insert("status".into(), json!(status));
+            response.insert("statusText".into(), json!(status_text(status)));
+        }
+        // No response (a transport failure): HAR records status 0.
+        None => {
+            response.insert("status".into(), json!(0));
+            response.insert("statusText".into(), json!(""));
+        }
+    }
+    response.insert("httpVersion".into(), json!(http_version));
+    response.insert(
+        "cookies".into(),
+        json!(
+            e.response_headers
+                .iter()
+                .filter(|(n, _)| n == "set-cookie")
+                .flat_map(|(_, v)| cookies(Some(v.split(';').next().unwrap_or_default()), ';'))
+                .collect::<Vec<_>>()
+        ),
+    );
+    response.insert("headers".into(), json!(har_headers(&e.response_headers)));
+    let mime = e.response_header("content-type").unwrap_or_default();
+    let mut content = json!({
+        "size": e.response_body_size.map_or(0, |n| n as i64),
+        "mimeType": mime,
+    });
+    if let Some(body) = &e.response_body {
+        content["text"] = json!(body.text);
+        if body.base64 {
+            content["encoding"] = json!("base64");
+        }
+    }
+    response.insert("content".into(), content);
+    response.insert(
+        "redirectURL".into(),
+        json!(e.response_header("location").unwrap_or_default()),
+    );
+    response.insert("headersSize".into(), json!(-1));
+    response.insert(
+        "bodySize".into(),
+        json!(e.response_body_size.map_or(-1, |n| n as i64)),
+    );
+    let mut entry = json!({
+        "pageref": page,
+        "startedDateTime": rfc3339(e.started),
+        "time": total_ms,
+        "request": request,
+        "response": Value::Object(response),
+        "cache": {},
+        // Only the whole is measured: it is all `wait`; the phases the kit does not see are -1.
+        "timings": { "blocked": -1, "dns": -1, "connect": -1, "ssl": -1, "send": 0, "wait": total_ms, "receive": 0 },
+        "comment": format!("request {}", e.id),
+    });
+    if let Some(failure) = &e.failure {
+        entry["comment"] = json!(format!("request {}: {failure}", e.id));
+    }
+    entry
+}
+
+fn har_headers(headers: &[(String, String)]) -> Vec<Value> {
+    headers
+        .iter()
+        .map(|(name, value)| json!({ "name": name, "value": value }))
+        .collect()
+}
+
+/// `a=1; b=2` as HAR cookies.
+fn cookies(header: Option<&str>, separator: char) -> Vec<Value> {
+    header
+        .into_iter()
+        .flat_map(|h| h.split(separator))
+        .filter_map(|pair| {
+            let (name, value) = pair.split_once('=')?;
+            Some(json!({ "name": name.trim(), "value": value.trim() }))
+        })
+        .collect()
+}
+
+fn post_data(mime: &str, body: &Body) -> Value {
+    let mut data = json!({ "mimeType": mime, "text": body.text });
+    if body.base64 {
+        // HAR 1.2 has no encoding on postData; the comment says how to read the text.
+        data["comment"] = json!("base64: the body was not UTF-8");
+    }
+    data
+}
+
+fn status_text(status: u16) -> &'static str {
+    http::StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+        .unwrap_or("")
+}
+
+// === OTLP/JSON ===
+
+/// `SPAN_KIND_INTERNAL` and `SPAN_KIND_CLIENT` (OTLP/JSON writes enums as integers).
+const KIND_INTERNAL: u8 = 1;
+const KIND_CLIENT: u8 = 3;
+/// `STATUS_CODE_OK` and `STATUS_CODE_ERROR`.
+const STATUS_OK: u8 = 1;
+const STATUS_ERROR: u8 = 2;
+
+/// An ExportTraceServiceRequest: one resource per run, a trace per test (its id the test's),
+/// a root span per test, a span per operation (CLIENT `{METHOD} {route}` for requests), and
+/// assertions and observations as events of the span they belong to.
+fn otlp_document(reader: &mut ArchiveReader) -> Result<Value, kit_trace::TraceError> {
+    let mut runs: std::collections::BTreeMap<String, Vec<Value>> = std::collections::BTreeMap::new();
+    for record in reader.tests() {
+        let record = record?;
+        let spans = test_spans(&record);
+        runs.entry(record.run_id.to_string()).or_default().extend(spans);
+    }
+    let resource_spans: Vec<Value> = runs
+        .into_iter()
+        .map(|(run, spans)| {
+            json!({
+                "resource": { "attributes": [
+                    attribute("service.name", &AttributeValue::Str("kit".into())),
+                    attribute("kit.run.id", &AttributeValue::Str(run)),
+                ] },
+                "scopeSpans": [ {
+                    "scope": { "name": "kit", "version": env!("CARGO_PKG_VERSION") },
+                    "spans": spans,
+                } ],
+            })
+        })
+        .collect();
+    Ok(json!({ "resourceSpans": resource_spans }))
+}
+
+struct SpanBuilder {
+    span: Map<String, Value>,
+    attributes: Vec<Value>,
+    events: Vec<Value>,
+}
+
+fn test_spans(record: &TestRecord) -> Vec<Value> {
+    let trace_id = record.test_id.to_string().replace('-', "");
+    let started = record.started_at.as_unix_nanos();
+    let last = record
+        .events
+        .last()
+        .map_or(started, |e| e.timestamp.as_unix_nanos());
+    let ended = record.duration.map_or(last, |d| {
+        started.saturating_add(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+    });
+    let root_id = record
+        .events
+        .first()
+        .map_or_else(|| "0000000000000001".to_owned(), |e| e.id.to_string());
+    let (status, message) = match &record.outcome {
+        TestOutcome::Passed | TestOutcome::Skipped { .. } => (STATUS_OK, String::new()),
+        TestOutcome::Failed { message } => (STATUS_ERROR, message.clone()),
+        _ => (STATUS_ERROR, "interrupted: the test never finished".to_owned()),
+    };
+    let mut spans: Vec<(String, SpanBuilder)> = Vec::new();
+    let mut root = SpanBuilder {
+        span: span_fields(
+            &trace_id,
+            &root_id,
+            None,
+            &record.name,
+            KIND_INTERNAL,
+            started,
+            ended,
+        ),
+        attributes: vec![
+            attribute("kit.test.name", &AttributeValue::Str(record.name.clone())),
+            attribute(
+                "kit.test.outcome",
+                &AttributeValue::Str(record.outcome.label().into()),
+            ),
+        ],
+        events: Vec::new(),
+    };
+    root.span
+        .insert("status".into(), json!({ "code": status, "message": message }));
+    spans.push((root_id.clone(), root));
+    // Assertion operations become events of their parent's span when they end.
+    let mut assertions: Vec<(String, Option<String>, u64, String, Attributes)> = Vec::new();
+    for event in &record.events {
+        match &event.kind {
+            EventKind::OperationStarted(op) if op.name.starts_with("assert.") => {
+                let parent = event.parent_id.map(|p| p.to_string());
+                assertions.push((
+                    event.id.to_string(),
+                    parent,
+                    event.timestamp.as_unix_nanos(),
+                    op.display_name.clone(),
+                    op.attributes.clone(),
+                ));
+            }
+            EventKind::OperationStarted(op) => {
+                let (name, kind) = if op.name == semconv::OP_HTTP_REQUEST {
+                    let method = op
+                        .attributes
+                        .get_str(semconv::HTTP_REQUEST_METHOD)
+                        .unwrap_or("HTTP");
+                    let route = op.attributes.get_str(semconv::HTTP_ROUTE).unwrap_or("");
+                    (format!("{method} {route}"), KIND_CLIENT)
+                } else {
+                    (op.display_name.clone(), KIND_INTERNAL)
+                };
+                let parent = event.parent_id.map_or_else(|| root_id.clone(), |p| p.to_string());
+                let id = event.id.to_string();
+                let stamp = event.timestamp.as_unix_nanos();
+                let mut builder = SpanBuilder {
+                    span: span_fields(&trace_id, &id, Some(&parent), &name, kind, stamp, ended),
+                    attributes: otel_attributes(&op.attributes),
+                    events: Vec::new(),
+                };
+                builder.attributes.push(attribute(
+                    "kit.operation",
+                    &AttributeValue::Str(op.name.to_string()),
+                ));
+                spans.push((id, builder));
+            }
+            EventKind::OperationEnded(end) => {
+                let id = end.operation.to_string();
+                let (status, message) = match &end.status {
+                    OperationStatus::Error { message } => (STATUS_ERROR, message.clone()),
+                    _ => (STATUS_OK, String::new()),
+                };
+                if let Some(i) = assertions.iter().position(|a| a.0 == id) {
+                    let (_, parent, stamp, name, attrs) = assertions.remove(i);
+                    let mut attributes = otel_attributes(&attrs);
+                    attributes.push(attribute(
+                        "assertion.result",
+                        &AttributeValue::Str(if status == STATUS_OK { "passed" } else { "failed" }.into()),
+                    ));
+                    if !message.is_empty() {
+                        attributes.push(attribute("exception.message", &AttributeValue::Str(message)));
+                    }
+                    let target = parent.unwrap_or_else(|| root_id.clone());
+                    let event =
+                        json!({ "timeUnixNano": stamp.to_string(), "name": name, "attributes": attributes });
+                    match spans.iter_mut().find(|(span_id, _)| *span_id == target) {
+                        Some((_, span)) => span.events.push(event),
+                        None => spans[0].1.events.push(event),
+                    }
+                } else if let Some((_, span)) = spans.iter_mut().find(|(span_id, _)| *span_id == id) {
+                    span.span.insert(
+                        "endTimeUnixNano".into(),
+                        json!(event.timestamp.as_unix_nanos().to_string()),
+                    );
+                    span.span
+                        .insert("status".into(), json!({ "code": status, "message": message }));
+                    span.attributes.extend(otel_attributes(&end.attributes));
+                }
+            }
+            EventKind::Observation(o) => {
+                let target = event.parent_id.map_or_else(|| root_id.clone(), |p| p.to_string());
+                let Some((_, span)) = spans.iter_mut().find(|(span_id, _)| *span_id == target) else {
+                    continue;
+                };
+                if o.name == semconv::OBS_HTTP_RESPONSE {
+                    // The response's figures are the CLIENT span's attributes, as OTel has them.
+                    for key in [
+                        semconv::HTTP_RESPONSE_STATUS_CODE,
+                        semconv::HTTP_RESPONSE_BODY_SIZE,
+                        semconv::NETWORK_PROTOCOL_VERSION,
+                    ] {
+                        if let Some(value) = o.attributes.get(key) {
+                            span.attributes.push(attribute(key, value));
+                        }
+                    }
+                } else {
+                    span.events.push(json!({
+                        "timeUnixNano": event.timestamp.as_unix_nanos().to_string(),
+                        "name": o.name,
+                        "attributes": otel_attributes(&o.attributes),
+                    }));
+                }
+            }
+            _ => {}
+        }
+    }
+    spans
+        .into_iter()
+        .map(|(_, mut b)| {
+            b.span.insert("attributes".into(), Value::Array(b.attributes));
+            b.span.insert("events".into(), Value::Array(b.events));
+            Value::Object(b.span)
+        })
+        .collect()
+}
+
+fn span_fields(
+    trace_id: &str,
+    span_id: &str,
+    parent: Option<&str>,
+    name: &str,
+    kind: u8,
+    start: u64,
+    end: u64,
+) -> Map<String, Value> {
+    let mut span = Map::new();
+    span.insert("traceId".into(), json!(trace_id));
+    span.insert("spanId".into(), json!(span_id));
+    if let Some(parent) = parent {
+        span.insert("parentSpanId".into(), json!(parent));
+    }
+    span.insert("name".into(), json!(name));
+    span.insert("kind".into(), json!(kind));
+    span.insert("startTimeUnixNano".into(), json!(start.to_string()));
+    span.insert("endTimeUnixNano".into(), json!(end.max(start).to_string()));
+    span
+}
+
+/// Attributes as OTLP KeyValues, bodies left out (they are in the archive and in HAR).
+fn otel_attributes(attributes: &Attributes) -> Vec<Value> {
+    attributes
+        .iter()
+        .filter(|(key, _)| *key != semconv::KIT_REQUEST_BODY && *key != semconv::KIT_RESPONSE_BODY)
+        .map(|(key, value)| attribute(key, value))
+        .collect()
+}
+
+fn attribute(key: &str, value: &AttributeValue) -> Value {
+    json!({ "key": key, "value": any_value(value) })
+}
+
+/// OTLP/JSON's AnyValue: 64-bit integers as strings, lists as arrayValue.
+fn any_value(value: &AttributeValue) -> Value {
+    match value {
+        AttributeValue::Str(s) => json!({ "stringValue": s }),
+        AttributeValue::Int(i) => json!({ "intValue": i.to_string() }),
+        AttributeValue::Float(f) => json!({ "doubleValue": f }),
+        AttributeValue::Bool(b) => json!({ "boolValue": b }),
+        AttributeValue::StrList(list) => json!({
+            "arrayValue": { "values": list.iter().map(|s| json!({ "stringValue": s })).collect::<Vec<_>>() }
+        }),
+    }
+}

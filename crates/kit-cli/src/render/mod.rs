@@ -1,0 +1,167 @@
+//! The output formats. Each renders the same [`View`](crate::model::View).
+
+mod html;
+mod json;
+mod junit;
+mod markdown;
+mod table;
+
+use crate::cli::Format;
+use crate::model::View;
+
+/// `view` in `format`; `terminal` when writing to one (colour, width).
+pub(crate) fn render(view: &View, format: Format, terminal: bool) -> Vec<u8> {
+    match format {
+        Format::Table => table::render(view, terminal).into_bytes(),
+        Format::Json => json::render(view).into_bytes(),
+        Format::Markdown => markdown::render(view).into_bytes(),
+        Format::Html => html::render(view).into_bytes(),
+        Format::Junit => junit::render(view),
+    }
+}
+
+/// `12.3 ms`, `1.20 s`, `-`.
+pub(crate) fn duration(nanos: Option<u64>) -> String {
+    match nanos {
+        None => "-".into(),
+        Some(n) if n >= 1_000_000_000 => format!("{:.2} s", n as f64 / 1e9),
+        Some(n) => format!("{:.1} ms", n as f64 / 1e6),
+    }
+}
+
+/// `8 of 19 (42.1%)`, or `nothing to cover`.
+pub(crate) fn metric_text(metric: &kit_core::report::Metric) -> String {
+    match metric.percent() {
+        Some(p) => format!("{} of {} ({p:.1}%)", metric.covered, metric.total),
+        None => "nothing to cover".into(),
+    }
+}
+
+/// `Run r1 (cargo-test, kit 0.1.0): 3 tests, 1 passed, 1 failed, 1 skipped, 0 interrupted`.
+pub(crate) fn run_line(run: &crate::model::RunReport) -> String {
+    let s = &run.summary;
+    format!(
+        "Run {} ({}{}): {} tests, {} passed, {} failed, {} skipped, {} interrupted",
+        run.run_id,
+        run.runner.as_deref().unwrap_or("unknown runner"),
+        run.kit_version
+            .as_deref()
+            .map(|v| format!(", kit {v}"))
+            .unwrap_or_default(),
+        s.tests,
+        s.passed,
+        s.failed,
+        s.skipped,
+        s.interrupted,
+    )
+}
+
+/// `Passed <name>`, `Failed <name>: <first line>`, `Skipped <name>: <reason>`, `Interrupted <name>`.
+pub(crate) fn outcome_line(test: &crate::model::TestRow) -> String {
+    match (&test.message, test.outcome) {
+        (Some(message), "Failed" | "Skipped") => {
+            format!(
+                "{} {}: {}",
+                test.outcome,
+                test.name,
+                message.lines().next().unwrap_or_default()
+            )
+        }
+        _ => format!("{} {}", test.outcome, test.name),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{RunReport, Summary, TestRow};
+    use kit_core::report::{Report, ReportSection};
+
+    fn view(tests: Vec<TestRow>, rows: usize) -> View {
+        let summary = Summary {
+            tests: tests.len(),
+            ..Summary::default()
+        };
+        let mut section = ReportSection::new("x", "Traffic", "Fields").with_columns(["Field", "Note"]);
+        for i in 0..rows {
+            section = section.with_row([format!("$.field_{i:07}"), "x".repeat(60)]);
+        }
+        View {
+            kit_report: "1",
+            command: "report",
+            runs: vec![RunReport {
+                run_id: "r".into(),
+                runner: None,
+                kit_version: None,
+                archives: vec![],
+                notes: vec![],
+                summary,
+                tests,
+                coverage: Some(Report {
+                    sections: vec![section],
+                }),
+                endpoints: vec![],
+            }],
+            coverage: None,
+            endpoints: vec![],
+            gates: vec![],
+        }
+    }
+
+    fn test(name: &str, outcome: &'static str, message: Option<&str>) -> TestRow {
+        TestRow {
+            id: "t".into(),
+            name: name.into(),
+            outcome,
+            message: message.map(str::to_owned),
+            application: None,
+            location: None,
+            started_unix_nanos: 0,
+            duration_ns: None,
+            requests: 0,
+            last_requests: vec![],
+            attachments: vec![],
+        }
+    }
+
+    #[test]
+    fn hostile_names_and_messages_are_text_in_html_and_markdown() {
+        let evil = "<script>alert('x')</script> | **bold** `code`";
+        let v = view(
+            vec![test(
+                evil,
+                "Failed",
+                Some("</pre><img src=x onerror=alert(1)>\n```\n# heading"),
+            )],
+            1,
+        );
+        let html = String::from_utf8(render(&v, Format::Html, false)).unwrap();
+        assert!(
+            !html.contains("<script>alert") && !html.contains("<img src=x"),
+            "{html}"
+        );
+        assert!(html.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"));
+        let md = String::from_utf8(render(&v, Format::Markdown, false)).unwrap();
+        // Inside a fenced block text is literal (CommonMark); outside, no tag may appear.
+        let outside: String = md.split("```").step_by(2).collect();
+        assert!(!outside.contains("<script>") && !outside.contains("<img"), "{md}");
+        assert!(md.contains("\\| \\*\\*bold\\*\\*"), "{md}");
+        assert_eq!(
+            md.matches("```").count(),
+            2,
+            "a fence in a message cannot close the block: {md}"
+        );
+        let junit = String::from_utf8(render(&v, Format::Junit, false)).unwrap();
+        assert!(junit.contains("&lt;script&gt;"), "{junit}");
+    }
+
+    #[test]
+    fn markdown_stays_under_one_mebibyte_and_says_what_it_left_out() {
+        let v = view(vec![test("t", "Passed", None)], 40_000);
+        let md = String::from_utf8(render(&v, Format::Markdown, false)).unwrap();
+        assert!(md.len() < 1024 * 1024, "{} bytes", md.len());
+        assert!(md.contains("more rows left out to keep this summary under 1 MiB"));
+        let html = String::from_utf8(render(&v, Format::Html, false)).unwrap();
+        assert!(html.contains("$.field_0039999"), "HTML keeps every row");
+    }
+}
