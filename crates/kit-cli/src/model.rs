@@ -137,8 +137,8 @@ pub(crate) struct TestRow {
 /// One request, as its events recorded it (sanitized).
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct RequestRow {
-    /// The `http.request` operation's id: `kit-cli curl` takes it.
-    pub(crate) id: String,
+    /// The `http.request` operation's id (16 hex digits in JSON): `kit-cli curl` takes it.
+    pub(crate) id: EventId,
     pub(crate) method: String,
     pub(crate) route: String,
     pub(crate) url: String,
@@ -392,34 +392,65 @@ fn read_archive(
             ));
         }
     }
-    for record in reader.tests() {
-        let record = record?;
-        progress.test();
-        let Some(builder) = runs.get_mut(&record.run_id) else {
-            continue;
-        };
-        for event in &record.events {
-            if let Some(collectors) = builder.collectors.as_mut() {
-                collectors.on_event(event);
+    // Two stages on the machine's cores: a reader thread inflates and parses tests, this thread
+    // replays them into the collectors. Records go back to the reader to be dropped: freed on
+    // the thread that allocated them, the allocator's per-thread arenas never contend (freeing
+    // them here made the pipeline slower than one thread). Bounded channels keep memory to a
+    // few tests in flight.
+    std::thread::scope(|scope| {
+        let (send, receive) =
+            std::sync::mpsc::sync_channel::<Result<TestRecord, TraceError>>(TESTS_IN_FLIGHT);
+        let (give_back, given_back) = std::sync::mpsc::channel::<TestRecord>();
+        scope.spawn(move || {
+            for record in reader.tests() {
+                let failed = record.is_err();
+                // The receiver hangs up only when it stopped on an error: stop too.
+                if send.send(record).is_err() || failed {
+                    break;
+                }
+                while let Ok(done) = given_back.try_recv() {
+                    drop(done);
+                }
             }
-            if let Some(collectors) = whole.as_deref_mut() {
-                collectors.on_event(event);
+            drop(send);
+            for done in given_back {
+                drop(done);
             }
+        });
+        for record in receive {
+            let record = record?;
+            progress.test();
+            let Some(builder) = runs.get_mut(&record.run_id) else {
+                continue;
+            };
+            for event in &record.events {
+                if let Some(collectors) = builder.collectors.as_mut() {
+                    collectors.on_event(event);
+                }
+                if let Some(collectors) = whole.as_deref_mut() {
+                    collectors.on_event(event);
+                }
+            }
+            let row = test_row(&record);
+            builder.report.summary.add(&row);
+            builder.report.tests.push(row);
+            let _ = give_back.send(record);
         }
-        let row = test_row(record);
-        builder.report.summary.add(&row);
-        builder.report.tests.push(row);
-    }
-    Ok(())
+        drop(give_back);
+        Ok(())
+    })
 }
 
+/// Tests read ahead of the replay.
+const TESTS_IN_FLIGHT: usize = 32;
+
 /// A test's row: its outcome, requests and attachments.
-fn test_row(record: TestRecord) -> TestRow {
+fn test_row(record: &TestRecord) -> TestRow {
     let mut requests = 0;
     let mut recent: Vec<RequestRow> = Vec::new();
     let mut attachments = Vec::new();
     let find = |recent: &mut Vec<RequestRow>, id: Option<EventId>| -> Option<usize> {
-        let id = id?.to_string();
+        let id = id?;
         recent.iter().rposition(|r| r.id == id)
     };
     for event in &record.events {
@@ -431,7 +462,7 @@ fn test_row(record: TestRecord) -> TestRow {
                     recent.remove(0);
                 }
                 recent.push(RequestRow {
-                    id: event.id.to_string(),
+                    id: event.id,
                     method: text(semconv::HTTP_REQUEST_METHOD),
                     route: text(semconv::HTTP_ROUTE),
                     url: text(semconv::URL_FULL),
@@ -480,7 +511,7 @@ fn test_row(record: TestRecord) -> TestRow {
     };
     TestRow {
         id: record.test_id.to_string(),
-        name: record.name,
+        name: record.name.clone(),
         outcome: record.outcome.label(),
         message,
         application: record.started.application.clone(),

@@ -571,6 +571,7 @@ impl TestOutcome {
 #[non_exhaustive]
 pub struct OperationStarted {
     /// The operation's type: `http.request`, `assert.http.status`, … (see [`crate::semconv`]).
+    #[serde(deserialize_with = "interned_name")]
     pub name: Cow<'static, str>,
     /// What a person reads: `REST · GET /orders/{id}`.
     pub display_name: String,
@@ -659,6 +660,7 @@ pub enum OperationStatus {
 #[non_exhaustive]
 pub struct Observation {
     /// What was observed: `http.response`, `http.failure`, … (see [`crate::semconv`]).
+    #[serde(deserialize_with = "interned_name")]
     pub name: Cow<'static, str>,
     /// Its contents.
     #[serde(default, skip_serializing_if = "Attributes::is_empty")]
@@ -935,7 +937,12 @@ impl Attributes {
 
     /// The first value under `key`.
     pub fn get(&self, key: &str) -> Option<&AttributeValue> {
-        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+        // Keys read back are the vocabulary's own statics (see `semconv::intern`), as are the
+        // keys callers ask for: the same pointer answers before any byte is compared.
+        self.0
+            .iter()
+            .find(|(k, _)| (k.as_ptr() == key.as_ptr() && k.len() == key.len()) || k == key)
+            .map(|(_, v)| v)
     }
 
     /// The first value under `key`, if it is a string.
@@ -984,14 +991,49 @@ impl<'de> Deserialize<'de> for Attributes {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Attributes, A::Error> {
                 let mut out = Vec::with_capacity(map.size_hint().unwrap_or(0).min(64));
-                while let Some((k, v)) = map.next_entry::<String, AttributeValue>()? {
-                    out.push((Cow::Owned(k), v));
+                while let Some(Name(key)) = map.next_key::<Name>()? {
+                    let value = map.next_value::<AttributeValue>()?;
+                    out.push((key, value));
                 }
                 Ok(Attributes(out))
             }
         }
         deserializer.deserialize_map(MapVisitor)
     }
+}
+
+/// A name read back: the vocabulary's own `&'static str` when it is one, so reading millions
+/// of events does not allocate their attribute keys and operation names; else an owned copy.
+struct Name(Cow<'static, str>);
+
+impl<'de> Deserialize<'de> for Name {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct NameVisitor;
+        impl Visitor<'_> for NameVisitor {
+            type Value = Name;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a name")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Name, E> {
+                Ok(Name(match crate::semconv::intern(v) {
+                    Some(known) => Cow::Borrowed(known),
+                    None => Cow::Owned(v.to_owned()),
+                }))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Name, E> {
+                Ok(Name(match crate::semconv::intern(&v) {
+                    Some(known) => Cow::Borrowed(known),
+                    None => Cow::Owned(v),
+                }))
+            }
+        }
+        deserializer.deserialize_str(NameVisitor)
+    }
+}
+
+/// `deserialize_with` for operation and observation names.
+fn interned_name<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Cow<'static, str>, D::Error> {
+    Name::deserialize(deserializer).map(|n| n.0)
 }
 
 impl<K: Into<Cow<'static, str>>, V: Into<AttributeValue>> FromIterator<(K, V)> for Attributes {

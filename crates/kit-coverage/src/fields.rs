@@ -20,15 +20,20 @@ use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess,
 /// ```
 pub fn body_fields(body: &str) -> BTreeSet<String> {
     let mut fields = BTreeSet::new();
+    collect_fields(body, &mut fields);
+    fields
+}
+
+/// [`body_fields`] into an existing set: fields already in it cost no allocation.
+pub(crate) fn collect_fields(body: &str, fields: &mut BTreeSet<String>) {
     let mut path = String::from("$");
     let mut deserializer = serde_json::Deserializer::from_str(body);
     // An error only ends the reading: what was read before it stays.
     let _ = Walk {
         path: &mut path,
-        fields: &mut fields,
+        fields,
     }
     .deserialize(&mut deserializer);
-    fields
 }
 
 struct Walk<'a> {

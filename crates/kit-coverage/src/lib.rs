@@ -60,9 +60,39 @@ pub(crate) struct Exchange<'e> {
     /// The route template; empty when the event has none.
     pub(crate) route: &'e str,
     pub(crate) status: u16,
-    /// The request's URL (responses only).
-    pub(crate) url: Option<url::Url>,
+    /// The request's URL as recorded (responses only); split when matching needs it.
+    pub(crate) url: Option<&'e str>,
     pub(crate) attributes: &'e Attributes,
+}
+
+/// Route → method → value, as the REST and traffic collectors keep their entries.
+pub(crate) type ByRoute<V> = std::collections::BTreeMap<String, std::collections::BTreeMap<String, V>>;
+
+/// The value for `route` and `method`, made when absent. Present ones are found without
+/// allocating the keys: this runs once per response. `None` never happens.
+pub(crate) fn slot<'m, V: Default>(map: &'m mut ByRoute<V>, route: &str, method: &str) -> Option<&'m mut V> {
+    if !map.contains_key(route) {
+        map.insert(route.to_owned(), Default::default());
+    }
+    let methods = map.get_mut(route)?;
+    if !methods.contains_key(method) {
+        methods.insert(method.to_owned(), V::default());
+    }
+    methods.get_mut(method)
+}
+
+/// The path and query of an absolute URL (`https://h:1/a/b?x=1#f` → `/a/b`, `x=1`), without
+/// parsing the rest: matching runs once per response, and a full parse cost more than it.
+pub(crate) fn path_and_query(url: &str) -> (&str, Option<&str>) {
+    let url = url.split('#').next().unwrap_or_default();
+    let after_authority = match url.find("://") {
+        Some(i) => url[i + 3..].find('/').map_or("", |p| &url[i + 3 + p..]),
+        None => url,
+    };
+    match after_authority.split_once('?') {
+        Some((path, query)) => (path, Some(query)),
+        None => (after_authority, None),
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -91,10 +121,25 @@ impl<'e> Exchange<'e> {
             status: attributes
                 .get_i64(semconv::HTTP_RESPONSE_STATUS_CODE)
                 .and_then(|s| u16::try_from(s).ok())?,
-            url: attributes
-                .get_str(semconv::URL_FULL)
-                .and_then(|u| url::Url::parse(u).ok()),
+            url: attributes.get_str(semconv::URL_FULL),
             attributes,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::path_and_query;
+
+    #[test]
+    fn urls_split_into_path_and_query() {
+        assert_eq!(
+            path_and_query("https://h:8080/a/b?x=1&y#frag"),
+            ("/a/b", Some("x=1&y"))
+        );
+        assert_eq!(path_and_query("http://h"), ("", None));
+        assert_eq!(path_and_query("http://h/?"), ("/", Some("")));
+        assert_eq!(path_and_query("/relative/p?q"), ("/relative/p", Some("q")));
+        assert_eq!(path_and_query("http://u:[REDACTED]@h/p"), ("/p", None));
     }
 }

@@ -5,10 +5,10 @@ use serde::{Deserialize, Serialize};
 use kit_core::report::{Report, ReportSection};
 use kit_core::{Collector, Event};
 
-use crate::{Exchange, ExchangeKind};
+use crate::{ByRoute, Exchange, ExchangeKind, slot};
 
 /// Calls of one endpoint: a method and a route template.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct EndpointCoverage {
     /// The HTTP method, upper case.
@@ -27,7 +27,7 @@ pub struct EndpointCoverage {
 /// the one that knows what exists).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RestCoverageCollector {
-    endpoints: BTreeMap<(String, String), EndpointCoverage>,
+    endpoints: ByRoute<EndpointCoverage>,
 }
 
 impl RestCoverageCollector {
@@ -41,12 +41,12 @@ impl RestCoverageCollector {
 
     /// Endpoints seen, ordered by route then method.
     pub fn endpoints(&self) -> impl Iterator<Item = &EndpointCoverage> {
-        self.endpoints.values()
+        self.endpoints.values().flat_map(|methods| methods.values())
     }
 
     /// Total responses seen.
     pub fn calls(&self) -> u64 {
-        self.endpoints.values().map(|e| e.calls).sum()
+        self.endpoints().map(|e| e.calls).sum()
     }
 }
 
@@ -65,15 +65,13 @@ impl Collector for RestCoverageCollector {
         if route.is_empty() {
             return;
         }
-        let entry = self
-            .endpoints
-            .entry((route.to_owned(), method.to_owned()))
-            .or_insert_with(|| EndpointCoverage {
-                method: method.to_owned(),
-                route: route.to_owned(),
-                calls: 0,
-                statuses: BTreeMap::new(),
-            });
+        let Some(entry) = slot(&mut self.endpoints, route, method) else {
+            return;
+        };
+        if entry.calls == 0 {
+            entry.method = method.to_owned();
+            entry.route = route.to_owned();
+        }
         entry.calls += 1;
         *entry.statuses.entry(status).or_default() += 1;
     }
@@ -84,11 +82,11 @@ impl Collector for RestCoverageCollector {
         let mut section = ReportSection::new("rest.endpoints", Self::CATEGORY, "Requests per endpoint")
             .with_note(format!(
                 "{} endpoints called, {} responses",
-                self.endpoints.len(),
+                self.endpoints().count(),
                 self.calls()
             ))
             .with_columns(["Method", "Route", "Calls", "Statuses"]);
-        for e in self.endpoints.values() {
+        for e in self.endpoints() {
             let statuses: Vec<String> = e
                 .statuses
                 .iter()

@@ -6,7 +6,8 @@ use kit_core::json::fold_indices;
 use kit_core::report::{Metric, Report, ReportSection};
 use kit_core::{Collector, Event, semconv};
 
-use crate::{Exchange, ExchangeKind, body_fields};
+use crate::fields::collect_fields;
+use crate::{ByRoute, Exchange, ExchangeKind, slot};
 
 /// Traffic of one endpoint answering one status: fields its bodies held, fields tests asserted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -71,7 +72,7 @@ impl TrafficCoverage {
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RestTrafficCoverageCollector {
-    endpoints: BTreeMap<(String, String, u16), TrafficCoverage>,
+    endpoints: ByRoute<BTreeMap<u16, TrafficCoverage>>,
 }
 
 impl RestTrafficCoverageCollector {
@@ -85,24 +86,26 @@ impl RestTrafficCoverageCollector {
 
     /// Endpoint × status entries, ordered by route, method, status.
     pub fn endpoints(&self) -> impl Iterator<Item = &TrafficCoverage> {
-        self.endpoints.values()
+        self.endpoints
+            .values()
+            .flat_map(|m| m.values())
+            .flat_map(|s| s.values())
     }
 
-    fn entry(&mut self, exchange: &Exchange<'_>) -> &mut TrafficCoverage {
-        self.endpoints
-            .entry((
-                exchange.route.to_owned(),
-                exchange.method.to_owned(),
-                exchange.status,
-            ))
-            .or_insert_with(|| TrafficCoverage {
-                method: exchange.method.to_owned(),
-                route: exchange.route.to_owned(),
-                status: exchange.status,
-                responses: 0,
-                observed: BTreeSet::new(),
-                asserted: BTreeSet::new(),
-            })
+    fn entry(&mut self, exchange: &Exchange<'_>) -> Option<&mut TrafficCoverage> {
+        let statuses = slot(&mut self.endpoints, exchange.route, exchange.method)?;
+        Some(
+            statuses
+                .entry(exchange.status)
+                .or_insert_with(|| TrafficCoverage {
+                    method: exchange.method.to_owned(),
+                    route: exchange.route.to_owned(),
+                    status: exchange.status,
+                    responses: 0,
+                    observed: BTreeSet::new(),
+                    asserted: BTreeSet::new(),
+                }),
+        )
     }
 }
 
@@ -113,26 +116,28 @@ impl Collector for RestTrafficCoverageCollector {
         };
         match exchange.kind {
             ExchangeKind::Response => {
-                let body = exchange
-                    .attributes
-                    .get_str(semconv::KIT_RESPONSE_BODY)
-                    .map(body_fields);
-                let entry = self.entry(&exchange);
+                let body = exchange.attributes.get_str(semconv::KIT_RESPONSE_BODY);
+                let Some(entry) = self.entry(&exchange) else {
+                    return;
+                };
                 entry.responses += 1;
-                if let Some(fields) = body {
-                    entry.observed.extend(fields);
+                if let Some(body) = body {
+                    // Straight into the entry's set: a field seen before costs no allocation.
+                    collect_fields(body, &mut entry.observed);
                 }
             }
             ExchangeKind::Shape => {
                 let asserted = asserted_fields(&exchange);
-                self.entry(&exchange).asserted.extend(asserted);
+                if let Some(entry) = self.entry(&exchange) {
+                    entry.asserted.extend(asserted);
+                }
             }
         }
     }
 
     fn write_report(&self, report: &mut Report) {
-        let observed: usize = self.endpoints.values().map(|e| e.observed.len()).sum();
-        let covered: usize = self.endpoints.values().map(TrafficCoverage::covered).sum();
+        let observed: usize = self.endpoints().map(|e| e.observed.len()).sum();
+        let covered: usize = self.endpoints().map(TrafficCoverage::covered).sum();
         let mut section = ReportSection::new(
             "traffic.fields",
             Self::CATEGORY,
@@ -147,7 +152,7 @@ impl Collector for RestTrafficCoverageCollector {
             "Asserted",
             "Never asserted",
         ]);
-        for e in self.endpoints.values() {
+        for e in self.endpoints() {
             section = section.with_row([
                 e.method.clone(),
                 e.route.clone(),

@@ -257,7 +257,7 @@ impl OpenApiCoverageCollector {
     }
 
     fn locate(&self, exchange: &Exchange<'_>) -> Found {
-        let url = exchange.url.as_ref().map(|u| (u.path(), u.query()));
+        let url = exchange.url.map(crate::path_and_query);
         let template = (!exchange.route.is_empty()).then_some(exchange.route);
         self.document.locate(exchange.method, template, url)
     }
