@@ -19,7 +19,7 @@ impl Progress {
         }
         let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
         bar.set_style(
-            ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {pos}/{len} tests ({per_sec})")
+            ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {pos}/{len} tests, {eta} left")
                 .unwrap_or_else(|_| ProgressStyle::default_bar())
                 .progress_chars("=> "),
         );
