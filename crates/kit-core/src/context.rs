@@ -276,6 +276,13 @@ impl KitExecutionContext {
         self.inner.run.bus().flush()
     }
 
+    /// Asks the collectors to flush once they have handled every event of this test sent so
+    /// far, without waiting; see [`Bus::request_flush`]. The kit's runner calls it when a test
+    /// starts, so the start reaches the archive while the test runs instead of before.
+    pub fn request_flush(&self) -> Result<(), BusError> {
+        self.inner.run.bus().request_flush()
+    }
+
     /// Ends the test: sends [`TestFinished`] with `outcome` and flushes, so that the test's
     /// events are durable when this returns. Later events of the test are not delivered.
     /// Calling it twice sends nothing the second time.

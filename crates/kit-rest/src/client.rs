@@ -417,6 +417,16 @@ fn build_client(
         .cookie_store(true)
         // A 3xx and its Location must reach the test's assertions.
         .redirect(reqwest::redirect::Policy::none());
+    // Without callbacks, the client gets the process's TLS configuration: building one loads
+    // and parses every root certificate of the platform, milliseconds that would otherwise be
+    // paid by every test. A callback may change TLS settings, which a preconfigured backend
+    // would silently override, so its clients build their own.
+    if candidate.registration.configure.is_empty()
+        && candidate.more_configure.is_empty()
+        && let Some(tls) = shared_tls()
+    {
+        builder = builder.tls_backend_preconfigured(tls.clone());
+    }
     for configure in candidate
         .registration
         .configure
@@ -436,6 +446,29 @@ fn build_client(
             .or_insert(client)
             .clone()
     }))
+}
+
+/// The TLS configuration reqwest builds for a client without TLS settings (the installed or
+/// the aws-lc-rs crypto provider, the platform's verifier, HTTP/1.1 over ALPN), built once.
+/// `None` when it cannot be built here; the client then builds its own and reports why.
+fn shared_tls() -> Option<&'static rustls::ClientConfig> {
+    static SHARED: std::sync::OnceLock<Option<rustls::ClientConfig>> = std::sync::OnceLock::new();
+    SHARED
+        .get_or_init(|| {
+            let provider = rustls::crypto::CryptoProvider::get_default()
+                .cloned()
+                .unwrap_or_else(|| Arc::new(rustls::crypto::aws_lc_rs::default_provider()));
+            let verifier = rustls_platform_verifier::Verifier::new(Arc::clone(&provider)).ok()?;
+            let mut config = rustls::ClientConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .ok()?
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(verifier))
+                .with_no_client_auth();
+            config.alpn_protocols = vec![b"http/1.1".to_vec()];
+            Some(config)
+        })
+        .as_ref()
 }
 
 /// A boxed resolver future.

@@ -12,7 +12,7 @@ use kit_core::{EventKind, RunId, TestId};
 use crate::TraceError;
 use crate::format::{self, EntryPath, FORMAT_VERSION, MERGE_ENTRY, MIME_TYPE, MIME_TYPE_ENTRY};
 use crate::read::ArchiveReader;
-use crate::zipfile::{self, Directory, PreparedEntry};
+use crate::zipfile::{self, Deflater, Directory, PreparedEntry};
 
 /// What a merge did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -75,8 +75,10 @@ fn merge_into(file: &File, out: &Path, shards: &[PathBuf]) -> Result<MergeSummar
         source,
     };
     let mut directory = Directory::default();
+    let mut deflater = Deflater::new(6);
     zipfile::append(
         file,
+        0,
         &mut directory,
         &[PreparedEntry::stored(
             MIME_TYPE_ENTRY,
@@ -157,10 +159,10 @@ fn merge_into(file: &File, out: &Path, shards: &[PathBuf]) -> Result<MergeSummar
                 }
             };
             written.insert(name.clone(), Sha256::digest(&bytes).into());
-            batch.push(PreparedEntry::deflated(name, &bytes, 6).map_err(write_error)?);
+            batch.push(PreparedEntry::deflated_with(&mut deflater, name, &bytes).map_err(write_error)?);
         }
         // One append per shard: the directory is rewritten once per shard, not per entry.
-        zipfile::append(file, &mut directory, &batch).map_err(write_error)?;
+        zipfile::append(file, 0, &mut directory, &batch).map_err(write_error)?;
     }
     let info = MergeInfo {
         format_version: FORMAT_VERSION.to_string(),
@@ -168,8 +170,13 @@ fn merge_into(file: &File, out: &Path, shards: &[PathBuf]) -> Result<MergeSummar
         duplicates: duplicates.clone(),
     };
     let json = serde_json::to_vec_pretty(&info).map_err(|e| TraceError::Encode(e.to_string()))?;
-    zipfile::append(file, &mut directory, &[PreparedEntry::stored(MERGE_ENTRY, json)])
-        .map_err(write_error)?;
+    zipfile::append(
+        file,
+        0,
+        &mut directory,
+        &[PreparedEntry::stored(MERGE_ENTRY, json)],
+    )
+    .map_err(write_error)?;
 
     let mut runs: Vec<&str> = Vec::new();
     let mut tests = 0;

@@ -6,6 +6,10 @@
 //! followed by a fresh directory and end record, so the file stays a valid, compact zip after
 //! every append.
 //!
+//! A directory remembers its central records already encoded, so an append encodes only the
+//! new entries' records; it still writes the whole directory (the end record must follow it),
+//! which is why the writer keeps entries few.
+//!
 //! Every entry carries its sizes and CRC-32 in its local header (no data descriptors). That is
 //! what lets [`salvage`] walk an archive whose end was cut off, local header by local header,
 //! and keep exactly the entries whose bytes are all there and check out.
@@ -15,9 +19,8 @@
 use std::fs::File;
 use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
 
-use flate2::Compression;
 use flate2::read::DeflateDecoder;
-use flate2::write::DeflateEncoder;
+use flate2::{Compress, Compression, FlushCompress, Status};
 
 const LOCAL_HEADER_SIG: u32 = 0x0403_4b50;
 const CENTRAL_HEADER_SIG: u32 = 0x0201_4b50;
@@ -59,10 +62,77 @@ pub(crate) struct DirEntry {
 }
 
 /// The entries of an archive and where the next entry goes (where the directory begins).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct Directory {
     pub(crate) entries: Vec<DirEntry>,
     pub(crate) end_of_entries: u64,
+    /// The central records of `entries[..encoded_count]`, as `append` writes them.
+    encoded: Vec<u8>,
+    encoded_count: usize,
+}
+
+impl PartialEq for Directory {
+    fn eq(&self, other: &Self) -> bool {
+        self.entries == other.entries && self.end_of_entries == other.end_of_entries
+    }
+}
+
+impl Eq for Directory {}
+
+impl Directory {
+    /// A directory of `entries`, the next entry going at `end_of_entries`.
+    pub(crate) fn new(entries: Vec<DirEntry>, end_of_entries: u64) -> Self {
+        Directory {
+            entries,
+            end_of_entries,
+            encoded: Vec::new(),
+            encoded_count: 0,
+        }
+    }
+
+    /// Encodes the records of entries not encoded yet.
+    fn encode_pending(&mut self) {
+        if self.encoded_count > self.entries.len() {
+            self.encoded.clear();
+            self.encoded_count = 0;
+        }
+        for entry in &self.entries[self.encoded_count..] {
+            encode_record(&mut self.encoded, entry);
+        }
+        self.encoded_count = self.entries.len();
+    }
+}
+
+/// A deflater reused across entries: setting one up allocates and clears its window and hash
+/// tables (hundreds of kilobytes), which cost more than compressing a small entry.
+pub(crate) struct Deflater {
+    compress: Compress,
+}
+
+impl Deflater {
+    /// A raw-deflate compressor at `level` (0–9).
+    pub(crate) fn new(level: u32) -> Self {
+        Deflater {
+            compress: Compress::new(Compression::new(level.min(9)), false),
+        }
+    }
+
+    fn deflate(&mut self, data: &[u8]) -> io::Result<Vec<u8>> {
+        self.compress.reset();
+        let mut out = Vec::with_capacity(data.len() / 4 + 64);
+        loop {
+            let consumed = self.compress.total_in() as usize;
+            let status = self
+                .compress
+                .compress_vec(&data[consumed.min(data.len())..], &mut out, FlushCompress::Finish)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+            match status {
+                Status::StreamEnd => return Ok(out),
+                // Out of room: grow and go on.
+                Status::Ok | Status::BufError => out.reserve(out.capacity().max(64)),
+            }
+        }
+    }
 }
 
 /// An entry compressed in memory, ready to append.
@@ -89,11 +159,18 @@ impl PreparedEntry {
 
     /// An entry compressed with deflate at `level` (0–9); stored instead when deflate does
     /// not make it smaller.
+    #[cfg(test)]
     pub(crate) fn deflated(name: impl Into<String>, data: &[u8], level: u32) -> io::Result<Self> {
-        let mut encoder =
-            DeflateEncoder::new(Vec::with_capacity(data.len() / 4 + 64), Compression::new(level));
-        encoder.write_all(data)?;
-        let compressed = encoder.finish()?;
+        Self::deflated_with(&mut Deflater::new(level), name, data)
+    }
+
+    /// [`deflated`](Self::deflated) with a reused deflater.
+    pub(crate) fn deflated_with(
+        deflater: &mut Deflater,
+        name: impl Into<String>,
+        data: &[u8],
+    ) -> io::Result<Self> {
+        let compressed = deflater.deflate(data)?;
         if compressed.len() >= data.len() {
             return Ok(Self::stored(name, data.to_vec()));
         }
@@ -235,10 +312,7 @@ pub(crate) fn read_directory(file: &File, len: u64) -> Result<Directory, Directo
         entries.push(entry);
         at = end;
     }
-    Ok(Directory {
-        entries,
-        end_of_entries: cd_offset,
-    })
+    Ok(Directory::new(entries, cd_offset))
 }
 
 fn apply_zip64_extra(entry: &mut DirEntry, mut extra: &[u8]) -> Result<(), DirectoryError> {
@@ -333,10 +407,7 @@ pub(crate) fn salvage(file: &File, len: u64) -> io::Result<Salvaged> {
         offset = data_end;
     }
     Ok(Salvaged {
-        directory: Directory {
-            entries,
-            end_of_entries: offset,
-        },
+        directory: Directory::new(entries, offset),
         dropped_bytes: len - offset,
     })
 }
@@ -422,21 +493,30 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
-/// Appends `entries` where `directory`'s entries end, then writes a fresh central directory and
-/// end record, and cuts the file there. Updates `directory` and returns the new file length.
+/// Appends `entries` where `directory`'s entries end, then writes the central directory and
+/// end record, and cuts the file there if it was longer (`file_len`). Updates `directory` and
+/// returns the new file length.
 ///
 /// Killed part-way, the file is left with every earlier entry intact and whole, which
 /// [`salvage`] recovers; the entries being written are recovered only if complete.
-pub(crate) fn append(file: &File, directory: &mut Directory, entries: &[PreparedEntry]) -> io::Result<u64> {
+pub(crate) fn append(
+    file: &File,
+    file_len: u64,
+    directory: &mut Directory,
+    entries: &[PreparedEntry],
+) -> io::Result<u64> {
     let (dos_time, dos_date) = dos_now();
     let added: u64 = entries.iter().map(PreparedEntry::encoded_len).sum();
-    let mut out = Vec::with_capacity(
-        usize::try_from(added).unwrap_or(0) + 64 * (directory.entries.len() + entries.len()),
-    );
+    let mut out = Vec::with_capacity(usize::try_from(added).unwrap_or(0));
     let mut offset = directory.end_of_entries;
-    let mut new_entries = Vec::with_capacity(entries.len());
+    directory.encode_pending();
+    let old_count = directory.entries.len();
+    let old_encoded = directory.encoded.len();
     for entry in entries {
         if entry.data.len() as u64 > MAX_ENTRY_BYTES || entry.uncompressed_size > MAX_ENTRY_BYTES {
+            directory.entries.truncate(old_count);
+            directory.encoded.truncate(old_encoded);
+            directory.encoded_count = old_count;
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!(
@@ -445,8 +525,15 @@ pub(crate) fn append(file: &File, directory: &mut Directory, entries: &[Prepared
                 ),
             ));
         }
-        let name_len = u16::try_from(entry.name.len())
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "entry name longer than 65535 bytes"))?;
+        let Ok(name_len) = u16::try_from(entry.name.len()) else {
+            directory.entries.truncate(old_count);
+            directory.encoded.truncate(old_encoded);
+            directory.encoded_count = old_count;
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "entry name longer than 65535 bytes",
+            ));
+        };
         out.extend_from_slice(&LOCAL_HEADER_SIG.to_le_bytes());
         out.extend_from_slice(&20u16.to_le_bytes()); // version needed: 2.0 (deflate)
         out.extend_from_slice(&FLAG_UTF8.to_le_bytes());
@@ -460,7 +547,7 @@ pub(crate) fn append(file: &File, directory: &mut Directory, entries: &[Prepared
         out.extend_from_slice(&0u16.to_le_bytes()); // extra length
         out.extend_from_slice(entry.name.as_bytes());
         out.extend_from_slice(&entry.data);
-        new_entries.push(DirEntry {
+        directory.entries.push(DirEntry {
             name: entry.name.clone(),
             method: entry.method,
             crc32: entry.crc32,
@@ -472,55 +559,73 @@ pub(crate) fn append(file: &File, directory: &mut Directory, entries: &[Prepared
         });
         offset += entry.encoded_len();
     }
+    directory.encode_pending();
     let cd_offset = offset;
-    let all: Vec<&DirEntry> = directory.entries.iter().chain(new_entries.iter()).collect();
-    write_central_directory(&mut out, &all, cd_offset);
-    let mut writer = file;
-    writer.seek(SeekFrom::Start(directory.end_of_entries))?;
-    writer.write_all(&out)?;
-    let new_len = directory.end_of_entries + out.len() as u64;
+    let mut end = Vec::with_capacity(EOCD_LEN as usize + 76);
+    write_end_records(
+        &mut end,
+        directory.entries.len() as u64,
+        directory.encoded.len() as u64,
+        cd_offset,
+    );
+    let written = (|| {
+        let mut writer = file;
+        writer.seek(SeekFrom::Start(directory.end_of_entries))?;
+        writer.write_all(&out)?;
+        writer.write_all(&directory.encoded)?;
+        writer.write_all(&end)
+    })();
+    if let Err(e) = written {
+        // The file keeps whatever made it; the next append reloads the directory from it.
+        directory.entries.truncate(old_count);
+        directory.encoded.truncate(old_encoded);
+        directory.encoded_count = old_count;
+        return Err(e);
+    }
+    let new_len = cd_offset + directory.encoded.len() as u64 + end.len() as u64;
     // Only shorter when a salvaged file had a longer tail of dead bytes.
-    file.set_len(new_len)?;
-    directory.entries.extend(new_entries);
+    if new_len < file_len {
+        file.set_len(new_len)?;
+    }
     directory.end_of_entries = cd_offset;
     Ok(new_len)
 }
 
-fn write_central_directory(out: &mut Vec<u8>, entries: &[&DirEntry], cd_offset: u64) {
-    let cd_start = out.len();
-    for e in entries {
-        let needs_zip64 = e.local_header_offset >= 0xFFFF_FFFF;
-        out.extend_from_slice(&CENTRAL_HEADER_SIG.to_le_bytes());
-        out.extend_from_slice(&(3u16 << 8 | 45).to_le_bytes()); // made by: Unix, 4.5
-        out.extend_from_slice(&(if needs_zip64 { 45u16 } else { 20u16 }).to_le_bytes());
-        out.extend_from_slice(&FLAG_UTF8.to_le_bytes());
-        out.extend_from_slice(&e.method.to_le_bytes());
-        out.extend_from_slice(&e.dos_time.to_le_bytes());
-        out.extend_from_slice(&e.dos_date.to_le_bytes());
-        out.extend_from_slice(&e.crc32.to_le_bytes());
-        out.extend_from_slice(&(e.compressed_size as u32).to_le_bytes());
-        out.extend_from_slice(&(e.uncompressed_size as u32).to_le_bytes());
-        out.extend_from_slice(&(e.name.len() as u16).to_le_bytes());
-        out.extend_from_slice(&(if needs_zip64 { 12u16 } else { 0 }).to_le_bytes());
-        out.extend_from_slice(&0u16.to_le_bytes()); // comment length
-        out.extend_from_slice(&0u16.to_le_bytes()); // disk number
-        out.extend_from_slice(&0u16.to_le_bytes()); // internal attributes
-        out.extend_from_slice(&(0o100_644u32 << 16).to_le_bytes()); // a regular file, rw-r--r--
-        let offset32 = if needs_zip64 {
-            0xFFFF_FFFF
-        } else {
-            e.local_header_offset as u32
-        };
-        out.extend_from_slice(&offset32.to_le_bytes());
-        out.extend_from_slice(e.name.as_bytes());
-        if needs_zip64 {
-            out.extend_from_slice(&0x0001u16.to_le_bytes());
-            out.extend_from_slice(&8u16.to_le_bytes());
-            out.extend_from_slice(&e.local_header_offset.to_le_bytes());
-        }
+fn encode_record(out: &mut Vec<u8>, e: &DirEntry) {
+    let needs_zip64 = e.local_header_offset >= 0xFFFF_FFFF;
+    out.extend_from_slice(&CENTRAL_HEADER_SIG.to_le_bytes());
+    out.extend_from_slice(&(3u16 << 8 | 45).to_le_bytes()); // made by: Unix, 4.5
+    out.extend_from_slice(&(if needs_zip64 { 45u16 } else { 20u16 }).to_le_bytes());
+    out.extend_from_slice(&FLAG_UTF8.to_le_bytes());
+    out.extend_from_slice(&e.method.to_le_bytes());
+    out.extend_from_slice(&e.dos_time.to_le_bytes());
+    out.extend_from_slice(&e.dos_date.to_le_bytes());
+    out.extend_from_slice(&e.crc32.to_le_bytes());
+    out.extend_from_slice(&(e.compressed_size as u32).to_le_bytes());
+    out.extend_from_slice(&(e.uncompressed_size as u32).to_le_bytes());
+    out.extend_from_slice(&(e.name.len() as u16).to_le_bytes());
+    out.extend_from_slice(&(if needs_zip64 { 12u16 } else { 0 }).to_le_bytes());
+    out.extend_from_slice(&0u16.to_le_bytes()); // comment length
+    out.extend_from_slice(&0u16.to_le_bytes()); // disk number
+    out.extend_from_slice(&0u16.to_le_bytes()); // internal attributes
+    out.extend_from_slice(&(0o100_644u32 << 16).to_le_bytes()); // a regular file, rw-r--r--
+    let offset32 = if needs_zip64 {
+        0xFFFF_FFFF
+    } else {
+        e.local_header_offset as u32
+    };
+    out.extend_from_slice(&offset32.to_le_bytes());
+    out.extend_from_slice(e.name.as_bytes());
+    if needs_zip64 {
+        out.extend_from_slice(&0x0001u16.to_le_bytes());
+        out.extend_from_slice(&8u16.to_le_bytes());
+        out.extend_from_slice(&e.local_header_offset.to_le_bytes());
     }
-    let cd_size = (out.len() - cd_start) as u64;
-    let count = entries.len() as u64;
+}
+
+/// The end record (and the ZIP64 end record and locator when a count, size or offset needs
+/// them) of a directory of `count` records and `cd_size` bytes at `cd_offset`.
+fn write_end_records(out: &mut Vec<u8>, count: u64, cd_size: u64, cd_offset: u64) {
     if count >= 0xFFFF || cd_size >= 0xFFFF_FFFF || cd_offset >= 0xFFFF_FFFF {
         let record_at = cd_offset + cd_size;
         out.extend_from_slice(&ZIP64_EOCD_SIG.to_le_bytes());
@@ -553,8 +658,16 @@ fn write_central_directory(out: &mut Vec<u8>, entries: &[&DirEntry], cd_offset: 
 /// `directory.end_of_entries`. The reader splices these after a salvaged file's good prefix.
 pub(crate) fn directory_bytes(directory: &Directory) -> Vec<u8> {
     let mut out = Vec::new();
-    let entries: Vec<&DirEntry> = directory.entries.iter().collect();
-    write_central_directory(&mut out, &entries, directory.end_of_entries);
+    for entry in &directory.entries {
+        encode_record(&mut out, entry);
+    }
+    let cd_size = out.len() as u64;
+    write_end_records(
+        &mut out,
+        directory.entries.len() as u64,
+        cd_size,
+        directory.end_of_entries,
+    );
     out
 }
 
@@ -584,6 +697,10 @@ mod tests {
             .collect()
     }
 
+    fn len_of(file: &File) -> u64 {
+        file.metadata().unwrap().len()
+    }
+
     #[test]
     fn appends_stay_valid_and_compact() {
         let dir = tempfile::tempdir().unwrap();
@@ -592,6 +709,7 @@ mod tests {
         let mut directory = Directory::default();
         append(
             &file,
+            len_of(&file),
             &mut directory,
             &[PreparedEntry::stored("mimetype", b"m".to_vec())],
         )
@@ -600,7 +718,7 @@ mod tests {
             let entry =
                 PreparedEntry::deflated(format!("e/{i}"), format!("payload {i} ").repeat(20).as_bytes(), 6)
                     .unwrap();
-            let len = append(&file, &mut directory, &[entry]).unwrap();
+            let len = append(&file, len_of(&file), &mut directory, &[entry]).unwrap();
             assert_eq!(read_directory(&file, len).unwrap(), directory);
         }
         let names = zip_names(&path);
@@ -610,6 +728,30 @@ mod tests {
         // No dead directories left behind: entries plus one directory.
         let size = std::fs::metadata(&path).unwrap().len();
         assert!(size < 40_000, "{size}");
+    }
+
+    /// A refused append leaves the directory (and its encoded records) as it was.
+    #[test]
+    fn a_refused_append_changes_nothing_and_the_next_one_is_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.zip");
+        let file = open(&path);
+        let mut directory = Directory::default();
+        append(
+            &file,
+            len_of(&file),
+            &mut directory,
+            &[PreparedEntry::stored("a", b"a".to_vec())],
+        )
+        .unwrap();
+        let before = directory.clone();
+        let too_long = PreparedEntry::stored("n".repeat(70_000), b"x".to_vec());
+        let fine = PreparedEntry::stored("b", b"b".to_vec());
+        assert!(append(&file, len_of(&file), &mut directory, &[fine.clone(), too_long]).is_err());
+        assert_eq!(directory, before);
+        let len = append(&file, len_of(&file), &mut directory, &[fine]).unwrap();
+        assert_eq!(read_directory(&file, len).unwrap(), directory);
+        assert_eq!(zip_names(&path), vec!["a=a", "b=b"]);
     }
 
     #[test]
@@ -626,7 +768,7 @@ mod tests {
             } else {
                 PreparedEntry::stored(format!("e{i}"), body.into_bytes())
             };
-            append(&file, &mut directory, &[entry]).unwrap();
+            append(&file, len_of(&file), &mut directory, &[entry]).unwrap();
             ends.push(directory.end_of_entries);
         }
         let full = std::fs::read(&path).unwrap();
@@ -650,12 +792,14 @@ mod tests {
         let mut before = Directory::default();
         append(
             &full_file,
+            len_of(&full_file),
             &mut before,
             &[PreparedEntry::stored("a", vec![b'a'; 100])],
         )
         .unwrap();
         append(
             &full_file,
+            len_of(&full_file),
             &mut before,
             &[PreparedEntry::stored("b", vec![b'b'; 100])],
         )
@@ -664,6 +808,7 @@ mod tests {
         let mut after = before.clone();
         append(
             &full_file,
+            len_of(&full_file),
             &mut after,
             &[PreparedEntry::deflated("c", &[b'c'; 4000], 6).unwrap()],
         )
@@ -695,7 +840,13 @@ mod tests {
                 },
                 "{written}"
             );
-            append(&file, &mut salvaged, &[PreparedEntry::stored("d", b"d".to_vec())]).unwrap();
+            append(
+                &file,
+                len_of(&file),
+                &mut salvaged,
+                &[PreparedEntry::stored("d", b"d".to_vec())],
+            )
+            .unwrap();
             let read_back = zip_names(&path);
             assert_eq!(read_back.last().unwrap(), "d=d");
             assert_eq!(read_back.len(), names.len() + 1);
@@ -711,7 +862,7 @@ mod tests {
         let entries: Vec<PreparedEntry> = (0..70_000)
             .map(|i| PreparedEntry::stored(format!("{i}"), vec![]))
             .collect();
-        let len = append(&file, &mut directory, &entries).unwrap();
+        let len = append(&file, len_of(&file), &mut directory, &entries).unwrap();
         assert_eq!(read_directory(&file, len).unwrap().entries.len(), 70_000);
         let zip = zip::ZipArchive::new(File::open(&path).unwrap()).unwrap();
         assert_eq!(zip.len(), 70_000);

@@ -97,14 +97,21 @@ impl From<Matcher> for Value {
 impl Matcher {
     /// The matcher a shape value stands for, if it is one.
     pub(crate) fn from_shape(value: &Value) -> Option<Result<MatcherKind, String>> {
+        Self::marker(value).map(Self::parse)
+    }
+
+    /// The `$kit:matcher` value of a shape value that is a matcher.
+    pub(crate) fn marker(value: &Value) -> Option<&Value> {
         let map = value.as_object()?;
         if map.len() != 1 {
             return None;
         }
-        let inner = map.get(MATCHER_KEY)?;
-        Some(
-            serde_json::from_value(inner.clone()).map_err(|e| format!("a damaged matcher in the shape: {e}")),
-        )
+        map.get(MATCHER_KEY)
+    }
+
+    /// Parses a `$kit:matcher` value (straight from the tree: no copy of it first).
+    pub(crate) fn parse(inner: &Value) -> Result<MatcherKind, String> {
+        MatcherKind::deserialize(inner).map_err(|e| format!("a damaged matcher in the shape: {e}"))
     }
 }
 

@@ -11,7 +11,10 @@
 //! 5. a matcher ([`json_value`](crate::json::json_value)) matches what it says;
 //! 6. every mismatch is reported, each with its JSON path, and so is every path that matched.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::fmt;
+use std::rc::Rc;
 
 use serde_json::Value;
 
@@ -142,12 +145,46 @@ fn compare(a: &serde_json::Number, b: &serde_json::Number) -> Option<std::cmp::O
     }
 }
 
+/// A parsed matcher, shared by every place the walk meets it.
+type Parsed = Rc<Result<MatcherKind, String>>;
+
+/// Matchers parsed so far in one assertion, by the address of their `$kit:matcher` value. An
+/// `each` shape is met once per element, and parsing its matchers anew each time cost more than
+/// the rest of the walk on a large array. The addresses stay valid and unique for the whole
+/// walk: they point into the caller's shape, or into `each` shapes held by parsed matchers that
+/// this map keeps alive.
+#[derive(Default)]
+struct MatcherCache(RefCell<HashMap<*const Value, Parsed>>);
+
+impl MatcherCache {
+    fn get(&self, shape: &Value) -> Option<Parsed> {
+        let inner = Matcher::marker(shape)?;
+        let key: *const Value = inner;
+        if let Some(parsed) = self.0.borrow().get(&key) {
+            return Some(Rc::clone(parsed));
+        }
+        let parsed = Rc::new(Matcher::parse(inner));
+        self.0.borrow_mut().insert(key, Rc::clone(&parsed));
+        Some(parsed)
+    }
+}
+
 struct Walk<'o> {
     options: &'o ShapeOptions,
     report: ShapeReport,
+    matchers: Rc<MatcherCache>,
 }
 
 impl Walk<'_> {
+    /// A walk that records into a report of its own, sharing this one's parsed matchers.
+    fn probe(&self) -> Walk<'_> {
+        Walk {
+            options: self.options,
+            report: ShapeReport::default(),
+            matchers: Rc::clone(&self.matchers),
+        }
+    }
+
     fn mismatch(&mut self, path: &str, reason: impl Into<String>, expected: String, actual: String) {
         self.report.mismatches.push(ShapeMismatch {
             path: path.to_owned(),
@@ -183,10 +220,10 @@ impl Walk<'_> {
     }
 
     fn node_inner(&mut self, path: &str, shape: &Value, actual: &Value) {
-        if let Some(matcher) = Matcher::from_shape(shape) {
-            match matcher {
-                Ok(kind) => self.matcher(path, &kind, actual),
-                Err(why) => self.mismatch(path, why, show(shape), show(actual)),
+        if let Some(matcher) = self.matchers.get(shape) {
+            match &*matcher {
+                Ok(kind) => self.matcher(path, kind, actual),
+                Err(why) => self.mismatch(path, why.clone(), show(shape), show(actual)),
             }
             return;
         }
@@ -197,7 +234,11 @@ impl Walk<'_> {
                     match self.find_member(got, name) {
                         Some((actual_name, value)) => {
                             push_member(&mut member_path, actual_name);
-                            if let Some(Ok(MatcherKind::Absent)) = Matcher::from_shape(member_shape) {
+                            let absent = self
+                                .matchers
+                                .get(member_shape)
+                                .is_some_and(|m| matches!(*m, Ok(MatcherKind::Absent)));
+                            if absent {
                                 self.mismatch(
                                     &member_path,
                                     "property should be absent",
@@ -210,7 +251,7 @@ impl Walk<'_> {
                         }
                         None => {
                             push_member(&mut member_path, name);
-                            match Matcher::from_shape(member_shape) {
+                            match self.matchers.get(member_shape).as_deref() {
                                 Some(Ok(MatcherKind::Absent)) => {}
                                 _ => self.mismatch(
                                     &member_path,
@@ -284,10 +325,7 @@ impl Walk<'_> {
 
     /// Whether `actual` matches `shape`, without recording anything.
     fn dry_run(&self, shape: &Value, actual: &Value) -> bool {
-        let mut probe = Walk {
-            options: self.options,
-            report: ShapeReport::default(),
-        };
+        let mut probe = self.probe();
         probe.node_inner("$", shape, actual);
         probe.report.mismatches.is_empty()
     }
@@ -378,10 +416,7 @@ impl Walk<'_> {
                     // A member that is there: reaching here means it is.
                     true
                 } else {
-                    let mut probe = Walk {
-                        options: self.options,
-                        report: ShapeReport::default(),
-                    };
+                    let mut probe = self.probe();
                     probe.matcher("$", matcher, actual);
                     !probe.report.mismatches.is_empty()
                 }
@@ -432,6 +467,7 @@ pub fn match_shape(shape: &Value, actual: &Value, options: &ShapeOptions) -> Sha
     let mut walk = Walk {
         options,
         report: ShapeReport::default(),
+        matchers: Rc::default(),
     };
     walk.node("$", shape, actual);
     walk.report

@@ -1,0 +1,380 @@
+//! The kit against raw reqwest, side by side, in one process and one sitting.
+//!
+//! A loopback axum server on a thread of its own serves a 600-byte JSON item and a 1 MiB JSON
+//! page. Each pair runs the same requests both ways, alternating round by round:
+//!
+//! - raw: `reqwest::Client` on a current-thread runtime; each request checks the status and
+//!   parses the body with `serde_json::from_slice`;
+//! - kit: everything on — the archive writer, `RestCoverageCollector`,
+//!   `RestTrafficCoverageCollector`, `OpenApiCoverageCollector` (a document describing the
+//!   server), attachments captured — tests of ten requests started and finished as the kit's
+//!   runner does, each request asserting its status and a shape.
+//!
+//! Scenarios: sequential; 32 in flight (32 tasks on the one runtime); the 1 MiB page,
+//! sequential. Prints requests/s (median of the rounds) and kit/raw for each.
+//!
+//! `cargo bench -p kit-rest --bench vs_reqwest` (`KIT_BENCH_ROUNDS`, `KIT_BENCH_REQUESTS` to
+//! change the sizes).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, missing_docs)]
+
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::routing::get;
+use kit_core::json::json_value;
+use kit_core::*;
+use kit_coverage::{OpenApiCoverageCollector, RestCoverageCollector, RestTrafficCoverageCollector};
+use kit_rest::*;
+use kit_trace::{ArchiveWriter, RunManifest};
+use serde_json::{Value, json};
+
+const IN_FLIGHT: usize = 32;
+
+fn item(id: u64) -> Value {
+    json!({
+        "id": id, "sku": format!("SKU-{id:06}"), "name": "A lamp with a long enough name to matter",
+        "quantity": 3, "price": 19.99, "currency": "EUR", "status": "placed",
+        "tags": ["home", "light", "sale"],
+        "customer": { "id": 42, "name": "Ada Lovelace", "email": "ada@example.com", "tier": "gold" },
+        "lines": [ { "sku": "A-1", "qty": 2, "price": 5.5 }, { "sku": "B-2", "qty": 1, "price": 8.99 } ],
+        "placed_at": "2026-11-22T10:00:00Z", "note": "deliver to the back door, ring twice please",
+    })
+}
+
+fn page() -> String {
+    let mut items = Vec::new();
+    let mut size = 0;
+    let mut i = 0;
+    while size < 1024 * 1024 {
+        let item = item(i);
+        size += item.to_string().len() + 1;
+        items.push(item);
+        i += 1;
+    }
+    json!({ "page": 1, "total": items.len(), "items": items }).to_string()
+}
+
+const OPENAPI: &str = r##"
+openapi: 3.0.3
+info: { title: bench, version: "1" }
+paths:
+  /items/{id}:
+    get:
+      responses:
+        "200":
+          description: an item
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/Item" }
+  /page:
+    get:
+      responses:
+        "200":
+          description: a page
+          content:
+            application/json:
+              schema:
+                properties:
+                  page: { type: integer }
+                  total: { type: integer }
+                  items: { type: array, items: { $ref: "#/components/schemas/Item" } }
+components:
+  schemas:
+    Item:
+      properties:
+        id: { type: integer }
+        sku: { type: string }
+        name: { type: string }
+        quantity: { type: integer }
+        price: { type: number }
+        status: { type: string }
+        customer: { properties: { id: {}, name: {}, email: {}, tier: {} } }
+        lines: { type: array, items: { properties: { sku: {}, qty: {}, price: {} } } }
+"##;
+
+/// Serves the bench API on 127.0.0.1:0; returns its base URL.
+fn serve() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let page = Arc::new(page());
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            let app =
+                Router::new()
+                    .route(
+                        "/items/{id}",
+                        get(|axum::extract::Path(id): axum::extract::Path<u64>| async move {
+                            axum::Json(item(id))
+                        }),
+                    )
+                    .route(
+                        "/page",
+                        get(move || {
+                            let page = Arc::clone(&page);
+                            async move { ([("content-type", "application/json")], page.as_bytes().to_vec()) }
+                        }),
+                    );
+            axum::serve(listener, app).await.unwrap();
+        });
+    });
+    format!("http://{address}")
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+// === raw ===
+
+async fn raw_requests(client: &reqwest::Client, url: &str, n: usize) {
+    for i in 0..n {
+        let response = client.get(format!("{url}/items/{i}")).send().await.unwrap();
+        assert_eq!(response.status(), reqwest::StatusCode::OK);
+        let bytes = response.bytes().await.unwrap();
+        let value: Value = serde_json::from_slice(&bytes).unwrap();
+        black_box(value);
+    }
+}
+
+async fn raw_page(client: &reqwest::Client, url: &str, n: usize) {
+    for _ in 0..n {
+        let response = client.get(format!("{url}/page")).send().await.unwrap();
+        assert_eq!(response.status(), reqwest::StatusCode::OK);
+        let bytes = response.bytes().await.unwrap();
+        let value: Value = serde_json::from_slice(&bytes).unwrap();
+        black_box(value);
+    }
+}
+
+// === kit ===
+
+struct Kit {
+    run: KitRun,
+    archive: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+fn kit(url: &str) -> Kit {
+    let dir = tempfile::tempdir().unwrap();
+    let spec: PathBuf = dir.path().join("openapi.yaml");
+    std::fs::write(&spec, OPENAPI).unwrap();
+    let variant = std::env::var("KIT_BENCH_VARIANT").unwrap_or_default();
+    let bare = variant == "bare";
+    let mut builder = KitBuilder::new(Configuration::new());
+    if !bare {
+        builder.add_collector(OpenApiCoverageCollector::from_spec(&spec).unwrap());
+    }
+    builder.add_application("bench", |app| {
+        app.add_rest(|rest| {
+            if !bare {
+                rest.capture_attachments(|_| {});
+            }
+            let client = rest.add_client().base_url(url);
+            if !bare {
+                client
+                    .add_collector::<RestCoverageCollector>()
+                    .add_collector::<RestTrafficCoverageCollector>();
+            }
+        });
+    });
+    let built = builder.build().unwrap();
+    let run_id = RunId::generate();
+    let writer = ArchiveWriter::create(dir.path(), RunManifest::new(run_id.clone(), "bench")).unwrap();
+    let archive = writer.path().to_owned();
+    let bus = if bare {
+        Bus::builder()
+    } else {
+        Bus::builder().collector(writer)
+    };
+    let bus = bus.collectors(built.collectors).start();
+    let run = KitRun::with_secrets(built.host, bus, run_id, Arc::new(SecretRegistry::new()));
+    Kit {
+        run,
+        archive,
+        _dir: dir,
+    }
+}
+
+fn item_shape() -> Value {
+    json!({
+        "id": json_value::any_number(), "sku": json_value::any_string(), "quantity": json_value::greater_than(0),
+        "customer": { "name": json_value::not_null() },
+        "lines": json_value::each(json!({ "sku": json_value::any_string() })),
+    })
+}
+
+/// Tests of ten requests, each started and finished as the runner does (the start's commit
+/// requested, the end flushed).
+async fn kit_requests(kit: &Kit, n: usize, first: usize, concurrent: bool) {
+    let per_test = requests_per_test();
+    let shape = item_shape();
+    let mut i = first;
+    for t in 0..n.div_ceil(per_test) {
+        let ctx = kit.run.begin_test(
+            TestStarted::new(format!("bench::t{first}_{t}")).with_application(Some("bench".into())),
+        );
+        ctx.request_flush().unwrap();
+        for _ in 0..per_test.min(n - t * per_test) {
+            let response = ctx.rest().path_param("id", i).get("/items/{id}").await;
+            response
+                .should()
+                .have_http_status(http::StatusCode::OK)
+                .match_shape(&shape);
+            i += 1;
+        }
+        if concurrent {
+            // The runner finishes a test on its own thread, after its runtime; blocking this
+            // shared runtime instead would stall the other 31 tests behind one flush.
+            tokio::task::spawn_blocking(move || ctx.finish(TestOutcome::Passed))
+                .await
+                .unwrap()
+                .unwrap();
+        } else {
+            ctx.finish(TestOutcome::Passed).unwrap();
+        }
+    }
+}
+
+async fn kit_page(kit: &Kit, n: usize) {
+    let shape = json!({ "page": 1, "total": json_value::greater_than(0),
+        "items": json_value::each(json!({ "id": json_value::any_number(), "sku": json_value::any_string() })) });
+    let ctx = kit
+        .run
+        .begin_test(TestStarted::new("bench::page").with_application(Some("bench".into())));
+    ctx.request_flush().unwrap();
+    for _ in 0..n {
+        let response = ctx.rest().get("/page").await;
+        response
+            .should()
+            .have_http_status(http::StatusCode::OK)
+            .match_shape(&shape);
+    }
+    ctx.finish(TestOutcome::Passed).unwrap();
+}
+
+/// Wall time of `f`, and the CPU time the whole process (client, server, dispatcher) spent
+/// meanwhile.
+fn timed(rt: &tokio::runtime::Runtime, f: impl std::future::Future<Output = ()>) -> (Duration, Duration) {
+    let cpu = process_cpu();
+    let started = Instant::now();
+    rt.block_on(f);
+    (started.elapsed(), process_cpu().saturating_sub(cpu))
+}
+
+/// User and system time of this process from `/proc/self/stat` (Linux; zero elsewhere), in
+/// clock ticks of 10 ms: coarse, so only totals over all rounds are shown.
+fn process_cpu() -> Duration {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return Duration::ZERO;
+    };
+    // Fields after the command name, which is in parentheses and may contain spaces.
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return Duration::ZERO;
+    };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = [11, 12]
+        .iter()
+        .filter_map(|&i| fields.get(i).and_then(|f| f.parse::<u64>().ok()))
+        .sum();
+    Duration::from_millis(ticks * 10)
+}
+
+fn requests_per_test() -> usize {
+    env("KIT_BENCH_PER_TEST", 10).max(1)
+}
+
+fn env(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn main() {
+    let rounds = env("KIT_BENCH_ROUNDS", 7);
+    let n = env("KIT_BENCH_REQUESTS", 2_000);
+    let pages = env("KIT_BENCH_PAGES", (n / 100).max(5)).max(1);
+    let url = serve();
+    let rt = runtime();
+    let client = reqwest::Client::new();
+    let kit = kit(&url);
+    // Warm both: connections, allocator, the kit's client and collectors.
+    rt.block_on(raw_requests(&client, &url, 200));
+    rt.block_on(kit_requests(&kit, 200, 0, false));
+
+    let scenarios = ["sequential", "32 in flight", "1 MiB page"];
+    let mut raw_times: Vec<Vec<(Duration, Duration)>> = vec![Vec::new(); 3];
+    let mut kit_times: Vec<Vec<(Duration, Duration)>> = vec![Vec::new(); 3];
+    for _ in 0..rounds {
+        raw_times[0].push(timed(&rt, raw_requests(&client, &url, n)));
+        kit_times[0].push(timed(&rt, kit_requests(&kit, n, 0, false)));
+
+        let per_task = n / IN_FLIGHT;
+        raw_times[1].push(timed(&rt, async {
+            let tasks = (0..IN_FLIGHT).map(|_| raw_requests(&client, &url, per_task));
+            futures_util::future::join_all(tasks).await;
+        }));
+        kit_times[1].push(timed(&rt, async {
+            let tasks = (0..IN_FLIGHT).map(|t| kit_requests(&kit, per_task, t * per_task, true));
+            futures_util::future::join_all(tasks).await;
+        }));
+
+        raw_times[2].push(timed(&rt, raw_page(&client, &url, pages)));
+        kit_times[2].push(timed(&rt, kit_page(&kit, pages)));
+    }
+    let stats = kit.run.bus().stats();
+    println!(
+        "{rounds} rounds; {n} requests per round ({} per test), {pages} pages of 1 MiB; {} events published, {} dispatched",
+        requests_per_test(),
+        stats.published,
+        stats.dispatched
+    );
+    if let Ok(reader) = kit_trace::ArchiveReader::open(&kit.archive) {
+        let size = std::fs::metadata(&kit.archive).map(|m| m.len()).unwrap_or(0);
+        println!(
+            "archive: {} entries, {:.1} MiB",
+            reader.entry_count(),
+            size as f64 / (1024.0 * 1024.0)
+        );
+    }
+    println!(
+        "{:<14} {:>12} {:>12} {:>8} {:>14} {:>14}",
+        "scenario", "raw req/s", "kit req/s", "kit/raw", "raw CPU µs/req", "kit CPU µs/req"
+    );
+    for (i, scenario) in scenarios.iter().enumerate() {
+        let count = if i == 2 {
+            pages
+        } else {
+            (n / IN_FLIGHT) * IN_FLIGHT
+        };
+        let count = if i == 0 { n } else { count };
+        // Requests/s of the median round; CPU per request over all rounds.
+        let rate = |times: &mut Vec<(Duration, Duration)>| {
+            let cpu: Duration = times.iter().map(|t| t.1).sum();
+            times.sort();
+            (
+                count as f64 / times[times.len() / 2].0.as_secs_f64(),
+                cpu.as_secs_f64() * 1e6 / (count * times.len()) as f64,
+            )
+        };
+        let (raw, raw_cpu) = rate(&mut raw_times[i]);
+        let (kit, kit_cpu) = rate(&mut kit_times[i]);
+        println!(
+            "{scenario:<14} {raw:>12.0} {kit:>12.0} {:>8.3} {raw_cpu:>14.1} {kit_cpu:>14.1}",
+            kit / raw
+        );
+    }
+}
