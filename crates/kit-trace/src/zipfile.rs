@@ -90,6 +90,13 @@ impl Directory {
         }
     }
 
+    /// Forgets entries an append added before it failed.
+    fn roll_back(&mut self, count: usize, encoded_len: usize) {
+        self.entries.truncate(count);
+        self.encoded.truncate(encoded_len);
+        self.encoded_count = count;
+    }
+
     /// Encodes the records of entries not encoded yet.
     fn encode_pending(&mut self) {
         if self.encoded_count > self.entries.len() {
@@ -514,9 +521,7 @@ pub(crate) fn append(
     let old_encoded = directory.encoded.len();
     for entry in entries {
         if entry.data.len() as u64 > MAX_ENTRY_BYTES || entry.uncompressed_size > MAX_ENTRY_BYTES {
-            directory.entries.truncate(old_count);
-            directory.encoded.truncate(old_encoded);
-            directory.encoded_count = old_count;
+            directory.roll_back(old_count, old_encoded);
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!(
@@ -526,9 +531,7 @@ pub(crate) fn append(
             ));
         }
         let Ok(name_len) = u16::try_from(entry.name.len()) else {
-            directory.entries.truncate(old_count);
-            directory.encoded.truncate(old_encoded);
-            directory.encoded_count = old_count;
+            directory.roll_back(old_count, old_encoded);
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "entry name longer than 65535 bytes",
@@ -577,9 +580,7 @@ pub(crate) fn append(
     })();
     if let Err(e) = written {
         // The file keeps whatever made it; the next append reloads the directory from it.
-        directory.entries.truncate(old_count);
-        directory.encoded.truncate(old_encoded);
-        directory.encoded_count = old_count;
+        directory.roll_back(old_count, old_encoded);
         return Err(e);
     }
     let new_len = cd_offset + directory.encoded.len() as u64 + end.len() as u64;
