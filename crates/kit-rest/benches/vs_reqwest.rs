@@ -10,11 +10,14 @@
 //!   server), attachments captured — tests of ten requests started and finished as the kit's
 //!   runner does, each request asserting its status and a shape.
 //!
-//! Scenarios: sequential; 32 in flight (32 tasks on the one runtime); the 1 MiB page,
-//! sequential. Prints requests/s (median of the rounds) and kit/raw for each.
+//! Scenarios: sequential; 32 in flight (32 tasks on the one runtime; kit tests finish on the
+//! blocking pool, as the runner finishes each test on its own thread); the 1 MiB page,
+//! sequential. Prints requests/s (median of the rounds), kit/raw, and the whole process's CPU
+//! time per request (client, server and dispatcher) for each.
 //!
-//! `cargo bench -p kit-rest --bench vs_reqwest` (`KIT_BENCH_ROUNDS`, `KIT_BENCH_REQUESTS` to
-//! change the sizes).
+//! `cargo bench -p kit-rest --bench vs_reqwest`. To change the sizes: `KIT_BENCH_ROUNDS`,
+//! `KIT_BENCH_REQUESTS`, `KIT_BENCH_PAGES`, `KIT_BENCH_PER_TEST`. To see what the kit's
+//! pipeline costs: `KIT_BENCH_VARIANT=bare` (no archive, collectors or attachments).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, missing_docs)]
 
