@@ -148,9 +148,8 @@ impl BusBuilder {
                 nudge_at: (self.capacity / 8).max(1),
                 tx,
                 stats,
-                wake: Arc::clone(&wake),
                 flush_timeout: self.flush_timeout,
-                _wake_on_drop: WakeOnDrop(wake),
+                wake: WakeOnDrop(wake),
             }),
         }
     }
@@ -181,16 +180,24 @@ impl Wake {
 struct Inner {
     tx: Sender<Message>,
     stats: Arc<Counters>,
-    wake: Arc<Wake>,
     /// Queue length at which a producer wakes a napping dispatcher.
     nudge_at: usize,
     flush_timeout: Duration,
     /// Declared after `tx`, so it is dropped after it: the last handle's drop disconnects the
     /// channel, then wakes a sleeping dispatcher to see it, finish its collectors and end.
-    _wake_on_drop: WakeOnDrop,
+    wake: WakeOnDrop,
 }
 
+/// How producers wake the dispatcher; wakes it once more when dropped.
 struct WakeOnDrop(Arc<Wake>);
+
+impl std::ops::Deref for WakeOnDrop {
+    type Target = Wake;
+
+    fn deref(&self) -> &Wake {
+        &self.0
+    }
+}
 
 impl Drop for WakeOnDrop {
     fn drop(&mut self) {

@@ -331,6 +331,52 @@ impl Timestamp {
     pub const fn as_unix_nanos(self) -> u64 {
         self.0
     }
+
+    /// The UTC calendar date (year, month 1–12, day 1–31) and the seconds into that day.
+    ///
+    /// ```
+    /// use kit_core::Timestamp;
+    ///
+    /// let t = Timestamp::from_unix_nanos(951_782_400_000_000_000 + 3_661_000_000_000);
+    /// assert_eq!(t.utc_date_and_seconds(), ((2000, 2, 29), 3_661));
+    /// ```
+    pub fn utc_date_and_seconds(self) -> ((i64, u32, u32), u32) {
+        let seconds = self.0 / 1_000_000_000;
+        let days = (seconds / 86_400) as i64;
+        (civil_from_days(days), (seconds % 86_400) as u32)
+    }
+
+    /// RFC 3339 in UTC with milliseconds: `2026-11-22T10:00:00.123Z`.
+    ///
+    /// ```
+    /// use kit_core::Timestamp;
+    ///
+    /// assert_eq!(Timestamp::from_unix_nanos(0).to_rfc3339_millis(), "1970-01-01T00:00:00.000Z");
+    /// ```
+    pub fn to_rfc3339_millis(self) -> String {
+        let ((year, month, day), rest) = self.utc_date_and_seconds();
+        let millis = (self.0 % 1_000_000_000) / 1_000_000;
+        format!(
+            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+            rest / 3600,
+            (rest % 3600) / 60,
+            rest % 60
+        )
+    }
+}
+
+/// Howard Hinnant's days-to-civil: the proleptic Gregorian date `days` after 1970-01-01.
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
 mod duration_ns {

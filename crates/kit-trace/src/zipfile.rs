@@ -473,31 +473,15 @@ pub(crate) fn load(file: &File, len: u64) -> io::Result<(Directory, Option<Salva
 
 /// Current time as an MS-DOS date and time (UTC, two-second resolution).
 pub(crate) fn dos_now() -> (u16, u16) {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let (year, month, day) = civil_from_days(days);
+    dos_date_time(kit_core::Timestamp::now())
+}
+
+fn dos_date_time(t: kit_core::Timestamp) -> (u16, u16) {
+    let ((year, month, day), rem) = t.utc_date_and_seconds();
     let time = (((rem / 3600) << 11) | (((rem % 3600) / 60) << 5) | ((rem % 60) / 2)) as u16;
     let year = year.clamp(1980, 2107);
     let date = (((year - 1980) as u16) << 9) | ((month as u16) << 5) | day as u16;
     (time, date)
-}
-
-/// Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
 /// Appends `entries` where `directory`'s entries end, then writes the central directory and
@@ -871,8 +855,15 @@ mod tests {
 
     #[test]
     fn dos_dates_are_plausible() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(20_414), (2025, 11, 22));
+        let day = |days: u64| kit_core::Timestamp::from_unix_nanos(days * 86_400 * 1_000_000_000);
+        assert_eq!(day(0).utc_date_and_seconds().0, (1970, 1, 1));
+        assert_eq!(day(20_414).utc_date_and_seconds().0, (2025, 11, 22));
+        // 2025-11-22 10:20:30 UTC: 10 << 11 | 20 << 5 | 15, 45 << 9 | 11 << 5 | 22.
+        let at = kit_core::Timestamp::from_unix_nanos((20_414 * 86_400 + 37_230) * 1_000_000_000);
+        assert_eq!(
+            dos_date_time(at),
+            (10 << 11 | 20 << 5 | 15, 45 << 9 | 11 << 5 | 22)
+        );
         let (_, date) = dos_now();
         assert!(date >> 9 >= 45, "year after 2025");
     }
