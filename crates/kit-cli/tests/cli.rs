@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use kit_core::*;
-use kit_trace::{ArchiveWriter, RunManifest};
+use kit_trace::{ArchiveWriter, RunManifest, WriterOptions};
 
 fn kit_cli(args: &[&std::ffi::OsStr]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_kit-cli"))
@@ -201,12 +201,16 @@ fn unusable_inputs_exit_2_with_one_line() {
 }
 
 /// An archive whose run met `secret` (remembered by a sanitizer) and recorded `body` in an
-/// attachment of test `t`.
+/// attachment of test `t`, kept as a blob.
 fn archive_with_secret(dir: &Path, secret: &str, body: &str) -> PathBuf {
+    archive_with_secret_in(dir, secret, body, WriterOptions::default().with_inline_limit(0))
+}
+
+fn archive_with_secret_in(dir: &Path, secret: &str, body: &str, options: WriterOptions) -> PathBuf {
     let run_id = RunId::new("audited").unwrap();
     let secrets = std::sync::Arc::new(SecretRegistry::new());
     assert!(secrets.remember(secret));
-    let writer = ArchiveWriter::create(dir, RunManifest::new(run_id.clone(), "cargo-test"))
+    let writer = ArchiveWriter::with_options(dir, RunManifest::new(run_id.clone(), "cargo-test"), options)
         .unwrap()
         .with_secrets(std::sync::Arc::clone(&secrets));
     let path = writer.path().to_owned();
@@ -258,6 +262,23 @@ fn audit_passes_a_clean_archive_and_names_the_entry_of_a_leak() {
     assert!(text.starts_with("secret found in entry blobs/sha256/"), "{text}");
     assert!(!text.contains("tok-9f8e7d6c5b4a") && !stderr(&output).contains("tok-9f8e7d6c5b4a"));
     assert_eq!(stderr(&output), "kit-cli: 1 of 5 entries hold a known secret\n");
+
+    // A small attachment stays in its event: the leak is found in the test's segment.
+    let inline_dir = tempfile::tempdir().unwrap();
+    let inline = archive_with_secret_in(
+        inline_dir.path(),
+        "tok-9f8e7d6c5b4a",
+        r#"{"echo":"tok-9f8e7d6c5b4a"}"#,
+        WriterOptions::default(),
+    );
+    let output = audit(&inline, None);
+    assert_eq!(output.status.code(), Some(1));
+    let text = stdout(&output);
+    assert!(
+        text.starts_with("secret found in entry runs/audited/tests/"),
+        "{text}"
+    );
+    assert!(!text.contains("tok-9f8e7d6c5b4a") && !stderr(&output).contains("tok-9f8e7d6c5b4a"));
 
     // A secrets file adds secrets in clear; an unreadable one is unusable input.
     let file = clean_dir.path().join("secrets.txt");

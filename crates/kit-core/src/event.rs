@@ -757,12 +757,16 @@ impl Attachment {
 }
 
 /// Where an attachment's bytes are.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+///
+/// On the wire, inline bytes that are UTF-8 are written as `{"text": "…"}` (a response body
+/// then reads as itself, and deflate finds it again beside the `http.response` event that
+/// carries the same text); other bytes as `{"inline": "<base64>"}`. Both read back as
+/// [`Inline`](Self::Inline).
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum AttachmentContent {
-    /// The bytes themselves (base64 on the wire).
-    Inline(#[serde(with = "base64_bytes")] Arc<[u8]>),
+    /// The bytes themselves.
+    Inline(Arc<[u8]>),
     /// A content-addressed blob in the archive.
     Blob {
         /// Lowercase hex SHA-256 of the (already redacted) bytes.
@@ -772,11 +776,60 @@ pub enum AttachmentContent {
     },
 }
 
+#[derive(Serialize)]
+#[serde(rename_all = "snake_case")]
+enum ContentRef<'a> {
+    Inline(#[serde(serialize_with = "base64_bytes::serialize")] &'a [u8]),
+    Text(&'a str),
+    Blob { sha256: &'a str, size: u64 },
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum ContentWire {
+    Inline(#[serde(deserialize_with = "base64_bytes::deserialize")] Arc<[u8]>),
+    Text(String),
+    Blob { sha256: String, size: u64 },
+}
+
+impl Serialize for AttachmentContent {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            AttachmentContent::Inline(bytes) => match std::str::from_utf8(bytes) {
+                Ok(text) => ContentRef::Text(text),
+                Err(_) => ContentRef::Inline(bytes),
+            },
+            AttachmentContent::Blob { sha256, size } => ContentRef::Blob { sha256, size: *size },
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for AttachmentContent {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(match ContentWire::deserialize(d)? {
+            ContentWire::Inline(bytes) => AttachmentContent::Inline(bytes),
+            ContentWire::Text(text) => AttachmentContent::Inline(Arc::from(text.into_bytes())),
+            ContentWire::Blob { sha256, size } => AttachmentContent::Blob { sha256, size },
+        })
+    }
+}
+
+impl AttachmentContent {
+    /// How many bytes the attachment holds.
+    pub fn size(&self) -> u64 {
+        match self {
+            AttachmentContent::Inline(bytes) => bytes.len() as u64,
+            AttachmentContent::Blob { size, .. } => *size,
+        }
+    }
+}
+
 mod base64_bytes {
     use super::*;
     use base64::Engine as _;
 
-    pub(super) fn serialize<S: Serializer>(bytes: &Arc<[u8]>, s: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: Serializer>(bytes: &&[u8], s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(bytes))
     }
 

@@ -17,13 +17,15 @@
 //!
 //! `cargo bench -p kit-rest --bench vs_reqwest`. To change the sizes: `KIT_BENCH_ROUNDS`,
 //! `KIT_BENCH_REQUESTS`, `KIT_BENCH_PAGES`, `KIT_BENCH_PER_TEST`. To see what the kit's
-//! pipeline costs: `KIT_BENCH_VARIANT=bare` (no archive, collectors or attachments).
+//! pipeline costs: `KIT_BENCH_VARIANT=bare` (no archive, collectors or attachments). To run
+//! one scenario (for a profiler): `KIT_BENCH_ONLY=sequential` (or `32`, `1 MiB`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, missing_docs)]
 
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -246,10 +248,17 @@ async fn kit_requests(kit: &Kit, n: usize, first: usize, concurrent: bool) {
                 .unwrap()
                 .unwrap();
         } else {
+            let waited = Instant::now();
             ctx.finish(TestOutcome::Passed).unwrap();
+            FINISH_WAIT_NS.fetch_add(waited.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            FINISHED_TESTS.fetch_add(1, Ordering::Relaxed);
         }
     }
 }
+
+/// Nanoseconds sequential kit tests spent in `finish`: waiting for their end to be committed.
+static FINISH_WAIT_NS: AtomicU64 = AtomicU64::new(0);
+static FINISHED_TESTS: AtomicU64 = AtomicU64::new(0);
 
 async fn kit_page(kit: &Kit, n: usize) {
     let shape = json!({ "page": 1, "total": json_value::greater_than(0),
@@ -321,22 +330,28 @@ fn main() {
     let scenarios = ["sequential", "32 in flight", "1 MiB page"];
     let mut raw_times: Vec<Vec<(Duration, Duration)>> = vec![Vec::new(); 3];
     let mut kit_times: Vec<Vec<(Duration, Duration)>> = vec![Vec::new(); 3];
+    let only = std::env::var("KIT_BENCH_ONLY").ok();
+    let runs = |i: usize| only.as_deref().is_none_or(|o| scenarios[i].starts_with(o));
     for _ in 0..rounds {
-        raw_times[0].push(timed(&rt, raw_requests(&client, &url, n)));
-        kit_times[0].push(timed(&rt, kit_requests(&kit, n, 0, false)));
-
-        let per_task = n / IN_FLIGHT;
-        raw_times[1].push(timed(&rt, async {
-            let tasks = (0..IN_FLIGHT).map(|_| raw_requests(&client, &url, per_task));
-            futures_util::future::join_all(tasks).await;
-        }));
-        kit_times[1].push(timed(&rt, async {
-            let tasks = (0..IN_FLIGHT).map(|t| kit_requests(&kit, per_task, t * per_task, true));
-            futures_util::future::join_all(tasks).await;
-        }));
-
-        raw_times[2].push(timed(&rt, raw_page(&client, &url, pages)));
-        kit_times[2].push(timed(&rt, kit_page(&kit, pages)));
+        if runs(0) {
+            raw_times[0].push(timed(&rt, raw_requests(&client, &url, n)));
+            kit_times[0].push(timed(&rt, kit_requests(&kit, n, 0, false)));
+        }
+        if runs(1) {
+            let per_task = n / IN_FLIGHT;
+            raw_times[1].push(timed(&rt, async {
+                let tasks = (0..IN_FLIGHT).map(|_| raw_requests(&client, &url, per_task));
+                futures_util::future::join_all(tasks).await;
+            }));
+            kit_times[1].push(timed(&rt, async {
+                let tasks = (0..IN_FLIGHT).map(|t| kit_requests(&kit, per_task, t * per_task, true));
+                futures_util::future::join_all(tasks).await;
+            }));
+        }
+        if runs(2) {
+            raw_times[2].push(timed(&rt, raw_page(&client, &url, pages)));
+            kit_times[2].push(timed(&rt, kit_page(&kit, pages)));
+        }
     }
     let stats = kit.run.bus().stats();
     println!(
@@ -344,6 +359,11 @@ fn main() {
         requests_per_test(),
         stats.published,
         stats.dispatched
+    );
+    let finished = FINISHED_TESTS.load(Ordering::Relaxed).max(1);
+    println!(
+        "sequential kit tests waited {:.0} µs each in finish (the end-of-test commit)",
+        FINISH_WAIT_NS.load(Ordering::Relaxed) as f64 / 1e3 / finished as f64
     );
     if let Ok(reader) = kit_trace::ArchiveReader::open(&kit.archive) {
         let size = std::fs::metadata(&kit.archive).map(|m| m.len()).unwrap_or(0);
@@ -358,6 +378,9 @@ fn main() {
         "scenario", "raw req/s", "kit req/s", "kit/raw", "raw CPU µs/req", "kit CPU µs/req"
     );
     for (i, scenario) in scenarios.iter().enumerate() {
+        if raw_times[i].is_empty() {
+            continue;
+        }
         let count = if i == 2 {
             pages
         } else {

@@ -547,7 +547,7 @@ impl RestResponse {
             }
         };
         // A mismatch under a sensitive name shows neither the value expected nor the one found.
-        let rules = sanitizer.rules().clone();
+        let rules = sanitizer.rules();
         let mismatches: Vec<ShapeMismatch> = report
             .mismatches
             .iter()
@@ -569,6 +569,8 @@ impl RestResponse {
                 }
             })
             .collect();
+        // Sanitized once: the attachment's pretty form is this text re-indented, so it cannot
+        // show anything the compact form redacted.
         let shown_shape = sanitizer.body(Some("application/json"), shape.to_string().as_bytes());
         let matched = mismatches.is_empty();
         let bullets: Vec<String> = mismatches.iter().map(ToString::to_string).collect();
@@ -594,8 +596,7 @@ impl RestResponse {
         if settings.capture && settings.attachments.capture_expected_shapes {
             let n = self.next_shape_number();
             let suffix = if n == 1 { String::new() } else { format!("-{n:02}") };
-            let pretty = serde_json::to_string_pretty(&shape).unwrap_or_else(|_| shape.to_string());
-            let content = sanitizer.body(Some("application/json"), pretty.as_bytes());
+            let content = pretty_json(&shown_shape);
             let attachment = Attachment::new(
                 format!("rest-{:02}-expected-shape{suffix}", self.request_number()),
                 "application/json",
@@ -649,6 +650,71 @@ impl RestResponse {
 }
 
 /// The last member name of a mismatch path (`$.a.password` → `password`).
+/// Compact JSON text laid out as `serde_json::to_string_pretty` lays out a document (two-space
+/// indents, `"name": value`), without parsing it; text that is not compact JSON (a sanitizer
+/// cut it short, say) is returned as it is.
+fn pretty_json(compact: &str) -> String {
+    let bytes = compact.as_bytes();
+    let mut out = String::with_capacity(compact.len() + compact.len() / 2);
+    let mut depth = 0usize;
+    let mut start = 0; // first byte of `compact` not yet copied
+    let mut i = 0;
+    let newline = |out: &mut String, depth: usize| {
+        out.push('\n');
+        (0..depth).for_each(|_| out.push_str("  "));
+    };
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                // Skip the string, escapes and all.
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+                continue;
+            }
+            open @ (b'{' | b'[') => {
+                out.push_str(&compact[start..=i]);
+                let close = if open == b'{' { b'}' } else { b']' };
+                if bytes.get(i + 1) == Some(&close) {
+                    out.push(close as char);
+                    i += 1;
+                } else {
+                    depth += 1;
+                    newline(&mut out, depth);
+                }
+            }
+            b'}' | b']' => {
+                out.push_str(&compact[start..i]);
+                depth = depth.saturating_sub(1);
+                newline(&mut out, depth);
+                out.push(bytes[i] as char);
+            }
+            b',' => {
+                out.push_str(&compact[start..=i]);
+                newline(&mut out, depth);
+            }
+            b':' => {
+                out.push_str(&compact[start..=i]);
+                out.push(' ');
+            }
+            b' ' | b'\n' | b'\t' | b'\r' => return compact.to_owned(),
+            _ => {
+                i += 1;
+                continue;
+            }
+        }
+        i += 1;
+        start = i;
+    }
+    if i > bytes.len() || depth != 0 {
+        return compact.to_owned();
+    }
+    out.push_str(&compact[start..]);
+    out
+}
+
 fn last_member(path: &str) -> Option<&str> {
     let last = path.rsplit(['.', '[']).next()?;
     let name = last.trim_end_matches(']').trim_matches('"');
@@ -766,4 +832,46 @@ impl<'r> RestAssertions<'r> {
     }
 
     common_assertions!(true);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pretty_json;
+    use serde_json::json;
+
+    #[test]
+    fn pretty_json_lays_out_compact_text_as_serde_json_does() {
+        let documents = [
+            json!({}),
+            json!([]),
+            json!({"a": {}, "b": [], "c": [{}], "d": [[]]}),
+            json!({"id": 1, "tags": ["a", "b"], "nested": {"deep": {"x": null, "y": true}}}),
+            json!(["{", "}", "[", "]", ",", ":", "quote \" and backslash \\", "\\"]),
+            json!({"key with: colon, and {braces}": "value [with] brackets", "é": "ünïcødé ✓"}),
+            json!([1, -2.5, 1e300, "\u{0001}", {"__kit_matcher": "any_string"}]),
+            json!("just a string"),
+            json!(42),
+        ];
+        for document in documents {
+            let compact = document.to_string();
+            assert_eq!(
+                pretty_json(&compact),
+                serde_json::to_string_pretty(&document).unwrap(),
+                "{compact}"
+            );
+        }
+    }
+
+    #[test]
+    fn text_that_is_not_compact_json_is_kept_as_it_is() {
+        for text in [
+            r#"{"a": 1}"#,
+            r#"{"a":"unterminated"#,
+            r#"{"a":[1,2"#,
+            r#"{"a":"ends in a backslash\"#,
+            "",
+        ] {
+            assert_eq!(pretty_json(text), text);
+        }
+    }
 }

@@ -79,19 +79,20 @@ fn attachments(record: &TestRecord) -> Vec<(String, String, Option<String>)> {
         .collect()
 }
 
-fn blob_text(run: &Run, record: &TestRecord, name: &str) -> String {
-    let sha = record
+fn attachment_text(run: &Run, record: &TestRecord, name: &str) -> String {
+    let attachment = record
         .events
         .iter()
         .find_map(|e| match &e.kind {
-            EventKind::Attachment(a) if a.name == name => match &a.content {
-                AttachmentContent::Blob { sha256, .. } => Some(sha256.clone()),
-                _ => None,
-            },
+            EventKind::Attachment(a) if a.name == name => Some(a.clone()),
             _ => None,
         })
         .unwrap_or_else(|| panic!("no attachment {name}"));
-    String::from_utf8(ArchiveReader::open(&run.archive).unwrap().blob(&sha).unwrap()).unwrap()
+    let bytes = ArchiveReader::open(&run.archive)
+        .unwrap()
+        .attachment_bytes(&attachment)
+        .unwrap();
+    String::from_utf8(bytes).unwrap()
 }
 
 async fn two_requests(run: &Run, name: &str) {
@@ -164,10 +165,10 @@ async fn attachments_are_numbered_per_test_redacted_and_described() {
             record.name
         );
         assert_eq!(
-            blob_text(&run, &record, "rest-01-request"),
+            attachment_text(&run, &record, "rest-01-request"),
             r#"{"user":"ada","password":"[REDACTED]"}"#
         );
-        let response = blob_text(&run, &record, "rest-01-response");
+        let response = attachment_text(&run, &record, "rest-01-response");
         assert!(
             response.starts_with(r#"{"token":"[REDACTED]","user":"ada","echo":"#),
             "{response}"
@@ -360,7 +361,60 @@ async fn with_redaction_off_values_pass_but_user_info_is_removed() {
         "{url}"
     );
     assert_eq!(
-        blob_text(&run, record, "rest-01-request"),
+        attachment_text(&run, record, "rest-01-request"),
         r#"{"password":"visible"}"#
+    );
+}
+
+#[tokio::test]
+async fn an_expected_shape_is_attached_pretty_and_redacted_like_the_assertion_event() {
+    let base = serve(api());
+    let run = run_with(Configuration::new(), |kit| {
+        kit.add_application("api", |app| {
+            app.add_rest(|rest| {
+                rest.capture_attachments(|_| {});
+                rest.add_client().base_url(&base);
+            });
+        });
+    });
+    let ctx = run
+        .run
+        .begin_test(TestStarted::new("shape").with_application(Some("api".into())));
+    // The login makes `pw-0123456789` a known secret; the shape then mentions it by value.
+    ctx.rest()
+        .body(&serde_json::json!({ "user": "ada", "password": "pw-0123456789" }))
+        .post("/login")
+        .await;
+    let response = ctx.rest().get("/items").await;
+    let shape = serde_json::json!([{ "id": 1, "note": "pw-0123456789", "password": "x" }, { "id": 2 }]);
+    let failure = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        response.should().match_shape(&shape);
+    }));
+    assert!(failure.is_err(), "the items have no note");
+    ctx.finish(TestOutcome::Failed {
+        message: "shape".into(),
+    })
+    .unwrap();
+
+    let record = tests_of(&run).remove(0);
+    let attached = attachment_text(&run, &record, "rest-02-expected-shape");
+    assert_eq!(
+        attached,
+        "[\n  {\n    \"id\": 1,\n    \"note\": \"[REDACTED]\",\n    \"password\": \"[REDACTED]\"\n  },\n  {\n    \"id\": 2\n  }\n]"
+    );
+    let expected = record
+        .events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::OperationStarted(op) if op.name == semconv::OP_ASSERT_JSON_SHAPE => op
+                .attributes
+                .get_str(semconv::ASSERTION_EXPECTED)
+                .map(str::to_owned),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(
+        expected,
+        r#"[{"id":1,"note":"[REDACTED]","password":"[REDACTED]"},{"id":2}]"#
     );
 }

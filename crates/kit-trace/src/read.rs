@@ -459,6 +459,20 @@ impl ArchiveReader {
         Tests { reader: self, queue }
     }
 
+    /// The bytes of an attachment, wherever the archive keeps them: in the event itself (small
+    /// attachments) or in a blob.
+    pub fn attachment_bytes(&mut self, attachment: &kit_core::Attachment) -> Result<Vec<u8>, TraceError> {
+        match &attachment.content {
+            kit_core::AttachmentContent::Inline(bytes) => Ok(bytes.to_vec()),
+            kit_core::AttachmentContent::Blob { sha256, .. } => self.blob(sha256),
+            _ => Err(TraceError::BadEntry {
+                path: self.path.clone(),
+                entry: attachment.name.clone(),
+                reason: "the attachment's content is of a kind this reader does not know".into(),
+            }),
+        }
+    }
+
     /// The bytes of a blob, by its SHA-256 (lowercase hex).
     pub fn blob(&mut self, sha256: &str) -> Result<Vec<u8>, TraceError> {
         let Some(index) = self.blobs.get(sha256).copied() else {

@@ -31,6 +31,12 @@ pub struct WriterOptions {
     pub segment_limit: usize,
     /// How long to wait for another process's lock before failing the commit (default 60 s).
     pub lock_timeout: Duration,
+    /// Attachments up to this many bytes stay in their event, in the segment; larger ones
+    /// become content-addressed blobs (default 16 KiB). Every entry costs a record in the
+    /// central directory, which each commit rewrites, so a blob per small response made
+    /// commits grow with the archive; a small attachment also compresses better beside the
+    /// event that carries the same body.
+    pub inline_limit: usize,
 }
 
 impl Default for WriterOptions {
@@ -39,6 +45,7 @@ impl Default for WriterOptions {
             compression_level: 1,
             segment_limit: 8 * 1024 * 1024,
             lock_timeout: Duration::from_secs(60),
+            inline_limit: 16 * 1024,
         }
     }
 }
@@ -53,6 +60,13 @@ impl WriterOptions {
     /// Sets the size at which a running test commits an intermediate segment.
     pub fn with_segment_limit(mut self, bytes: usize) -> Self {
         self.segment_limit = bytes.max(1);
+        self
+    }
+
+    /// Sets the size up to which attachments stay in their event (0: every attachment is a
+    /// blob).
+    pub fn with_inline_limit(mut self, bytes: usize) -> Self {
+        self.inline_limit = bytes;
         self
     }
 
@@ -436,7 +450,7 @@ impl ArchiveWriter {
             EventKind::Attachment(Attachment {
                 content: AttachmentContent::Inline(bytes),
                 ..
-            }) => {
+            }) if bytes.len() > self.options.inline_limit => {
                 let sha = sha256_hex(bytes);
                 buffer.blobs.push((sha.clone(), Arc::clone(bytes)));
                 let mut copy = event.clone();

@@ -235,10 +235,11 @@ fn a_writer_continues_an_archive_left_cut_by_a_killed_writer() {
 }
 
 #[test]
-fn attachments_become_deduplicated_blobs() {
+fn large_attachments_become_deduplicated_blobs() {
     let dir = tempfile::tempdir().unwrap();
     let (run, path) = run_with_writer(dir.path(), "r6", WriterOptions::default());
-    let body = br#"{"id":1,"sku":"A-1"}"#.repeat(100);
+    // Past the 16 KiB that stay in the event.
+    let body = br#"{"id":1,"sku":"A-1"}"#.repeat(1000);
     for name in ["a", "b"] {
         let ctx = run.begin_test(TestStarted::new(name));
         ctx.attach(
@@ -259,7 +260,7 @@ fn attachments_become_deduplicated_blobs() {
                     assert_eq!(a.description.as_deref(), Some("200 OK"));
                     Some(sha256.clone())
                 }
-                AttachmentContent::Inline(_) => panic!("archived attachments are blobs"),
+                AttachmentContent::Inline(_) => panic!("large attachments are blobs"),
                 _ => None,
             },
             _ => None,
@@ -273,6 +274,56 @@ fn attachments_become_deduplicated_blobs() {
             .count(),
         1
     );
+}
+
+#[test]
+fn small_attachments_stay_in_their_event_as_text_or_base64() {
+    let dir = tempfile::tempdir().unwrap();
+    let (run, path) = run_with_writer(dir.path(), "r6b", WriterOptions::default());
+    let text = br#"{"id":1,"note":"caf\u00e9 \"quoted\""}"#.to_vec();
+    let binary = vec![0xff, 0x00, 0xfe, b'{', 0x80];
+    let ctx = run.begin_test(TestStarted::new("small"));
+    ctx.attach(
+        None,
+        Attachment::new("rest-01-response", "application/json", text.clone()),
+    );
+    ctx.attach(
+        None,
+        Attachment::new("rest-02-response", "image/png", binary.clone()),
+    );
+    ctx.finish(TestOutcome::Passed).unwrap();
+
+    let mut zip = zip::ZipArchive::new(File::open(&path).unwrap()).unwrap();
+    let names: Vec<String> = zip.file_names().map(|n| n.unwrap().into_owned()).collect();
+    assert!(!names.iter().any(|n| n.starts_with("blobs/")), "{names:?}");
+    // The text reads as itself in the segment; the binary as base64.
+    let mut segments = String::new();
+    for name in names.iter().filter(|n| n.ends_with(".jsonl")) {
+        zip.by_name(name).unwrap().read_to_string(&mut segments).unwrap();
+    }
+    assert!(
+        segments.contains(r#""content":{"text":"{\"id\":1,"#),
+        "{segments}"
+    );
+    assert!(
+        segments.contains(r#""content":{"inline":"/wD+e4A="}"#),
+        "{segments}"
+    );
+
+    let mut reader = ArchiveReader::open(&path).unwrap();
+    let record = reader.tests().next().unwrap().unwrap();
+    let attachments: Vec<Attachment> = record
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Attachment(a) => Some(a.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(attachments.len(), 2);
+    assert_eq!(reader.attachment_bytes(&attachments[0]).unwrap(), text);
+    assert_eq!(reader.attachment_bytes(&attachments[1]).unwrap(), binary);
+    assert_eq!(attachments[1].content.size(), 5);
 }
 
 #[test]
