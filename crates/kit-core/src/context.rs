@@ -276,9 +276,11 @@ impl KitExecutionContext {
         self.inner.run.bus().flush()
     }
 
-    /// Asks the collectors to flush once they have handled every event of this test sent so
-    /// far, without waiting; see [`Bus::request_flush`]. The kit's runner calls it when a test
-    /// starts, so the start reaches the archive while the test runs instead of before.
+    /// Asks the collectors to flush, once they have handled every event of this test sent so
+    /// far, within the bus's requested-flush delay and without waiting; see
+    /// [`Bus::request_flush`]. The kit's runner calls it when a test starts, so the start
+    /// reaches the archive while the test runs (or with its end, if that comes first) instead
+    /// of before.
     pub fn request_flush(&self) -> Result<(), BusError> {
         self.inner.run.bus().request_flush()
     }

@@ -16,7 +16,7 @@ use crate::format::{
     self, MIME_TYPE, MIME_TYPE_ENTRY, RunManifest, SegmentHeader, blob_path, manifest_path, secrets_path,
     segment_path,
 };
-use crate::zipfile::{self, Deflater, Directory, PreparedEntry};
+use crate::zipfile::{self, ChunkedDeflate, Deflater, Directory, PreparedEntry};
 
 /// How an [`ArchiveWriter`] writes.
 #[derive(Debug, Clone)]
@@ -94,7 +94,8 @@ pub struct WriterStats {
 #[derive(Default)]
 struct TestBuffer {
     segment: u32,
-    lines: Vec<u8>,
+    /// The segment's event lines, deflated in chunks as they arrive.
+    lines: ChunkedDeflate,
     events: u64,
     is_final: bool,
     blobs: Vec<(String, Arc<[u8]>)>,
@@ -150,6 +151,8 @@ pub struct ArchiveWriter {
     manifest_written: bool,
     cache: Option<Cached>,
     deflater: Deflater,
+    /// Where an event is serialized before it goes into its test's stream.
+    line: Vec<u8>,
     stats: WriterStats,
     /// A commit that failed inside `on_event`, reported by the next flush.
     deferred: Option<TraceError>,
@@ -206,6 +209,7 @@ impl ArchiveWriter {
             manifest_written: false,
             cache: None,
             deflater: Deflater::new(options.compression_level),
+            line: Vec::new(),
             stats: WriterStats::default(),
             deferred: None,
             pid: std::process::id(),
@@ -247,9 +251,9 @@ impl ArchiveWriter {
         let mut segments = Vec::with_capacity(self.pending.len() + 1);
         // Compress outside the lock: other processes wait only for the file write.
         let mut blobs = Vec::new();
-        let mut queued = HashSet::new();
+        let mut queued: HashSet<String> = HashSet::new();
         for test in &self.pending {
-            let Some(buffer) = self.tests.get(test) else {
+            let Some(buffer) = self.tests.get_mut(test) else {
                 continue;
             };
             let header = SegmentHeader {
@@ -259,14 +263,23 @@ impl ArchiveWriter {
                 is_final: buffer.is_final,
                 pid: self.pid,
             };
-            let mut data = serde_json::to_vec(&header).map_err(|e| TraceError::Encode(e.to_string()))?;
-            data.push(b'\n');
-            data.extend_from_slice(&buffer.lines);
+            let mut header = serde_json::to_vec(&header).map_err(|e| TraceError::Encode(e.to_string()))?;
+            header.push(b'\n');
             let name = segment_path(&self.manifest.run_id, *test, buffer.segment);
-            segments.push(deflate(&mut self.deflater, &self.path, name, &data)?);
+            segments.push(
+                buffer
+                    .lines
+                    .entry(&mut self.deflater, name, &header)
+                    .map_err(|source| TraceError::Io {
+                        path: self.path.clone(),
+                        action: "compress a segment",
+                        source,
+                    })?,
+            );
             for (sha, bytes) in &buffer.blobs {
                 // The same body twice (a retried request, a fixed expected shape) is stored once.
-                if !self.blobs.contains(sha) && queued.insert(sha.as_str()) {
+                if !self.blobs.contains(sha) && !queued.contains(sha) {
+                    queued.insert(sha.clone());
                     blobs.push((
                         sha.clone(),
                         deflate(&mut self.deflater, &self.path, blob_path(sha), bytes)?,
@@ -309,7 +322,7 @@ impl ArchiveWriter {
                 self.tests.remove(&test);
             } else {
                 buffer.segment += 1;
-                buffer.lines.clear();
+                buffer.lines.reset();
                 buffer.events = 0;
                 buffer.blobs.clear();
             }
@@ -443,7 +456,7 @@ impl ArchiveWriter {
     }
 
     fn write_event(&mut self, event: &Event) {
-        let limit = self.options.segment_limit;
+        let limit = self.options.segment_limit as u64;
         let buffer = self.tests.entry(event.test_id).or_default();
         let archived;
         let event = match &event.kind {
@@ -466,8 +479,17 @@ impl ArchiveWriter {
             _ => event,
         };
         // Serializing our own types into a Vec cannot fail: no map has non-string keys.
-        if serde_json::to_writer(&mut buffer.lines, event).is_ok() {
-            buffer.lines.push(b'\n');
+        self.line.clear();
+        if serde_json::to_writer(&mut self.line, event).is_ok() {
+            self.line.push(b'\n');
+            if let Err(source) = buffer.lines.write(&mut self.deflater, &self.line) {
+                self.deferred.get_or_insert(TraceError::Io {
+                    path: self.path.clone(),
+                    action: "compress a segment",
+                    source,
+                });
+                return;
+            }
             buffer.events += 1;
             self.stats.events += 1;
         }
@@ -545,7 +567,7 @@ impl Collector for ArchiveWriter {
         let unfinished: Vec<TestId> = self
             .tests
             .iter()
-            .filter(|(_, b)| !b.lines.is_empty())
+            .filter(|(_, b)| b.lines.len() > 0)
             .map(|(id, _)| *id)
             .collect();
         for test in unfinished {

@@ -124,6 +124,26 @@ impl Deflater {
         }
     }
 
+    /// Deflates `data` on its own onto `out`, ending with a sync flush: byte-aligned and not
+    /// final, so more chunks can follow.
+    fn deflate_chunk(&mut self, data: &[u8], out: &mut Vec<u8>) -> io::Result<()> {
+        self.compress.reset();
+        loop {
+            if out.capacity() - out.len() < 256 {
+                out.reserve(out.capacity().max(data.len() / 2).max(4096));
+            }
+            let consumed = self.compress.total_in() as usize;
+            self.compress
+                .compress_vec(&data[consumed.min(data.len())..], out, FlushCompress::Sync)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+            // Done when the input is in and the compressor stopped short of filling the
+            // output (zlib's rule for a flush being complete).
+            if self.compress.total_in() as usize >= data.len() && out.len() < out.capacity() {
+                return Ok(());
+            }
+        }
+    }
+
     fn deflate(&mut self, data: &[u8]) -> io::Result<Vec<u8>> {
         self.compress.reset();
         let mut out = Vec::with_capacity(data.len() / 4 + 64);
@@ -139,6 +159,94 @@ impl Deflater {
                 Status::Ok | Status::BufError => out.reserve(out.capacity().max(64)),
             }
         }
+    }
+}
+
+/// An entry's data deflated in chunks as it arrives, so that making the entry compresses only
+/// the last chunk instead of the whole segment while a test waits for its commit.
+///
+/// Each chunk is deflated on its own by the writer's one [`Deflater`] (a compressor per running
+/// test would be hundreds of kilobytes each, and 32 tests at once thrash the cache) and ends
+/// with a sync flush, on a byte boundary and not final: chunks laid end to end make one valid
+/// deflate stream. The entry's first bytes (a segment's header, known only at commit) go in
+/// front as stored blocks, and an empty final block ends it. Nothing is consumed by making the
+/// entry: if the append fails, more can be written and the entry made again, whole.
+#[derive(Default)]
+pub(crate) struct ChunkedDeflate {
+    compressed: Vec<u8>,
+    crc: crc32fast::Hasher,
+    len: u64,
+    pending: Vec<u8>,
+}
+
+/// Bytes gathered before a chunk is deflated.
+const CHUNK: usize = 64 * 1024;
+
+impl ChunkedDeflate {
+    /// Starts a new entry, keeping the allocations.
+    pub(crate) fn reset(&mut self) {
+        self.compressed.clear();
+        self.crc = crc32fast::Hasher::new();
+        self.len = 0;
+        self.pending.clear();
+    }
+
+    /// Uncompressed bytes written since the last reset.
+    pub(crate) fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Adds `data` to the entry.
+    pub(crate) fn write(&mut self, deflater: &mut Deflater, data: &[u8]) -> io::Result<()> {
+        self.crc.update(data);
+        self.len += data.len() as u64;
+        self.pending.extend_from_slice(data);
+        if self.pending.len() >= CHUNK {
+            self.deflate_pending(deflater)?;
+        }
+        Ok(())
+    }
+
+    fn deflate_pending(&mut self, deflater: &mut Deflater) -> io::Result<()> {
+        if !self.pending.is_empty() {
+            deflater.deflate_chunk(&self.pending, &mut self.compressed)?;
+            self.pending.clear();
+        }
+        Ok(())
+    }
+
+    /// The entry `name`: `prefix`, then everything written since the last reset.
+    pub(crate) fn entry(
+        &mut self,
+        deflater: &mut Deflater,
+        name: impl Into<String>,
+        prefix: &[u8],
+    ) -> io::Result<PreparedEntry> {
+        self.deflate_pending(deflater)?;
+        let mut data =
+            Vec::with_capacity(prefix.len() + prefix.len() / 65_535 * 5 + 5 + self.compressed.len() + 2);
+        for chunk in prefix.chunks(65_535) {
+            // A stored block, not the last: BFINAL 0, BTYPE 00, padded to the byte; LEN, NLEN.
+            let len = chunk.len() as u16;
+            data.push(0);
+            data.extend_from_slice(&len.to_le_bytes());
+            data.extend_from_slice(&(!len).to_le_bytes());
+            data.extend_from_slice(chunk);
+        }
+        data.extend_from_slice(&self.compressed);
+        // Every chunk ended on a byte boundary: end the stream with an empty final block of
+        // fixed codes (BFINAL 1, BTYPE 01, end-of-block).
+        data.extend_from_slice(&[0x03, 0x00]);
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(prefix);
+        crc.combine(&self.crc);
+        Ok(PreparedEntry {
+            name: name.into(),
+            method: METHOD_DEFLATED,
+            crc32: crc.finalize(),
+            uncompressed_size: prefix.len() as u64 + self.len,
+            data,
+        })
     }
 }
 
@@ -680,6 +788,64 @@ mod tests {
                 format!("{}={}", f.name().unwrap(), s)
             })
             .collect()
+    }
+
+    #[test]
+    fn chunked_deflate_makes_entries_that_zip_reads_back_with_their_prefix() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.zip");
+        let file = open(&path);
+        let mut directory = Directory::default();
+        let mut deflater = Deflater::new(1);
+        let mut stream = ChunkedDeflate::default();
+        // Compressible lines, then bytes that do not compress, in many small writes.
+        let mut written = Vec::new();
+        let mut seed = 7u64;
+        for i in 0..2_000 {
+            let line = if i % 3 == 0 {
+                (0..97)
+                    .map(|_| {
+                        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                        (seed >> 33) as u8
+                    })
+                    .collect::<Vec<u8>>()
+            } else {
+                format!("{{\"line\":{i},\"text\":\"the same words again\"}}\n").into_bytes()
+            };
+            stream.write(&mut deflater, &line).unwrap();
+            written.extend_from_slice(&line);
+        }
+        let first = stream.entry(&mut deflater, "a", b"header\n").unwrap();
+        // An append that failed: more comes, and the entry is made again, whole.
+        stream.write(&mut deflater, b"after the retry\n").unwrap();
+        written.extend_from_slice(b"after the retry\n");
+        let long_prefix = vec![b'p'; 70_000];
+        let retried = stream.entry(&mut deflater, "b", &long_prefix).unwrap();
+        stream.reset();
+        let empty = stream.entry(&mut deflater, "c", b"").unwrap();
+        stream.write(&mut deflater, b"fresh").unwrap();
+        let fresh = stream.entry(&mut deflater, "d", b"").unwrap();
+        // About half the bytes are random; the rest compress.
+        assert!(
+            first.data.len() < written.len() * 2 / 3,
+            "{} bytes",
+            first.data.len()
+        );
+        append(&file, 0, &mut directory, &[first, retried, empty, fresh]).unwrap();
+
+        let mut zip = zip::ZipArchive::new(File::open(&path).unwrap()).unwrap();
+        let mut read = |name: &str| {
+            let mut bytes = Vec::new();
+            zip.by_name(name).unwrap().read_to_end(&mut bytes).unwrap();
+            bytes
+        };
+        assert_eq!(
+            read("a"),
+            [b"header\n".as_slice(), &written[..written.len() - 16]].concat()
+        );
+        assert_eq!(read("b"), [long_prefix.as_slice(), &written].concat());
+        assert_eq!(read("c"), b"");
+        assert_eq!(read("d"), b"fresh");
     }
 
     fn len_of(file: &File) -> u64 {

@@ -123,9 +123,10 @@ where
         announce(&format!("Skipped {name}: {reason}"));
         return;
     }
-    // The start is committed while the body runs: if the process dies later, the test reads
-    // back as interrupted rather than vanishing. Waiting for that commit here cost every test
-    // a round trip to the archive before its first request.
+    // The start is committed while the body runs (within the bus's requested-flush delay, or
+    // with the end of a test over sooner): if the process dies later, the test reads back as
+    // interrupted rather than vanishing. Waiting for that commit here cost every test a round
+    // trip to the archive before its first request.
     if let Err(e) = ctx.request_flush() {
         warn(&format!("the start of test {name} could not be recorded: {e}"));
     }

@@ -7,6 +7,8 @@
 //! need. The scanner keeps its own stack, so nesting depth is bounded by memory, not by the
 //! thread's stack.
 
+use std::borrow::Cow;
+
 use super::{REDACTED, Rules};
 
 /// Why the text is not JSON (the caller falls back to [`redact_text_fallback`]).
@@ -15,7 +17,7 @@ pub(crate) struct NotJson;
 
 enum Frame {
     Object {
-        /// Where, in the output, the value of a sensitive member began.
+        /// Where, in the text, the value of a sensitive member began.
         redact_from: Option<usize>,
         state: ObjectState,
     },
@@ -40,16 +42,27 @@ enum ArrayState {
     CommaOrEnd,
 }
 
+/// Walks the text without copying it: only a redaction copies what precedes it (from
+/// `copied` on) to `out`, so a document with nothing to redact is returned as it is.
 struct Scanner<'a> {
     text: &'a str,
     bytes: &'a [u8],
     pos: usize,
     out: String,
+    copied: usize,
 }
 
-impl Scanner<'_> {
+impl<'a> Scanner<'a> {
+    /// The text with its redactions.
+    fn finish(mut self) -> Cow<'a, str> {
+        if self.copied == 0 {
+            return Cow::Borrowed(self.text);
+        }
+        self.out.push_str(&self.text[self.copied..]);
+        Cow::Owned(self.out)
+    }
+
     fn skip_ws(&mut self) {
-        let start = self.pos;
         while let Some(b) = self.bytes.get(self.pos) {
             if matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
                 self.pos += 1;
@@ -57,10 +70,9 @@ impl Scanner<'_> {
                 break;
             }
         }
-        self.out.push_str(&self.text[start..self.pos]);
     }
 
-    /// Scans a string starting at the opening quote; copies it and returns its content's
+    /// Scans a string starting at the opening quote; returns its content's
     /// range (still escaped) in the input.
     fn string(&mut self) -> Result<(usize, usize), NotJson> {
         let start = self.pos;
@@ -85,13 +97,11 @@ impl Scanner<'_> {
             }
         }
         self.pos += 1;
-        self.out.push_str(&self.text[start..self.pos]);
         Ok((start + 1, self.pos - 1))
     }
 
     fn literal(&mut self, word: &str) -> Result<(), NotJson> {
         if self.text[self.pos..].starts_with(word) {
-            self.out.push_str(word);
             self.pos += word.len();
             Ok(())
         } else {
@@ -100,7 +110,6 @@ impl Scanner<'_> {
     }
 
     fn number(&mut self) -> Result<(), NotJson> {
-        let start = self.pos;
         let b = self.bytes;
         let mut i = self.pos;
         if b.get(i) == Some(&b'-') {
@@ -137,15 +146,15 @@ impl Scanner<'_> {
             }
         }
         self.pos = i;
-        self.out.push_str(&self.text[start..i]);
         Ok(())
     }
 }
 
 /// Unescapes a JSON string's content (valid, per the scanner). Lone surrogates become U+FFFD.
-pub(crate) fn unescape(raw: &str) -> String {
+/// Borrows when there is nothing to unescape, as for almost every member name.
+pub(crate) fn unescape(raw: &str) -> Cow<'_, str> {
     if !raw.contains('\\') {
-        return raw.to_owned();
+        return Cow::Borrowed(raw);
     }
     let mut out = String::with_capacity(raw.len());
     let mut chars = raw.chars();
@@ -190,18 +199,23 @@ pub(crate) fn unescape(raw: &str) -> String {
     if pending_high.is_some() {
         out.push('\u{FFFD}');
     }
-    out
+    Cow::Owned(out)
 }
 
 /// Redacts the values of sensitive members of a JSON document, keeping everything else as it
 /// was written. Calls `found` with the text of each redacted scalar value. Fails when `text`
 /// is not a single JSON value.
-pub(crate) fn redact_json(text: &str, rules: &Rules, found: &mut dyn FnMut(&str)) -> Result<String, NotJson> {
+pub(crate) fn redact_json<'t>(
+    text: &'t str,
+    rules: &Rules,
+    found: &mut dyn FnMut(&str),
+) -> Result<Cow<'t, str>, NotJson> {
     let mut s = Scanner {
         text,
         bytes: text.as_bytes(),
         pos: 0,
-        out: String::with_capacity(text.len()),
+        out: String::new(),
+        copied: 0,
     };
     let mut stack: Vec<Frame> = Vec::new();
     // Set when the next value is a sensitive member's.
@@ -215,14 +229,13 @@ pub(crate) fn redact_json(text: &str, rules: &Rules, found: &mut dyn FnMut(&str)
             Some(Frame::Array { state }) => matches!(state, ArrayState::Value | ArrayState::ValueOrEnd),
         };
         if expecting_value {
-            let value_start = s.out.len();
+            let value_start = s.pos;
             let redact = std::mem::take(&mut sensitive_next);
             if redact && let Some(Frame::Object { redact_from, .. }) = stack.last_mut() {
                 *redact_from = Some(value_start);
             }
             match s.bytes.get(s.pos) {
                 Some(b'{') => {
-                    s.out.push('{');
                     s.pos += 1;
                     stack.push(Frame::Object {
                         redact_from: None,
@@ -232,7 +245,6 @@ pub(crate) fn redact_json(text: &str, rules: &Rules, found: &mut dyn FnMut(&str)
                     continue;
                 }
                 Some(b'[') => {
-                    s.out.push('[');
                     s.pos += 1;
                     stack.push(Frame::Array {
                         state: ArrayState::ValueOrEnd,
@@ -248,7 +260,6 @@ pub(crate) fn redact_json(text: &str, rules: &Rules, found: &mut dyn FnMut(&str)
                         })
                     ) =>
                 {
-                    s.out.push(']');
                     s.pos += 1;
                     stack.pop();
                     complete_value(&mut s, &mut stack);
@@ -285,7 +296,7 @@ pub(crate) fn redact_json(text: &str, rules: &Rules, found: &mut dyn FnMut(&str)
             if stack.is_empty() {
                 s.skip_ws();
                 return if s.pos == s.bytes.len() {
-                    Ok(s.out)
+                    Ok(s.finish())
                 } else {
                     Err(NotJson)
                 };
@@ -300,14 +311,13 @@ pub(crate) fn redact_json(text: &str, rules: &Rules, found: &mut dyn FnMut(&str)
         match frame {
             Frame::Object { state, .. } => match (*state, s.bytes.get(s.pos)) {
                 (ObjectState::KeyOrEnd, Some(b'}')) | (ObjectState::CommaOrEnd, Some(b'}')) => {
-                    s.out.push('}');
                     s.pos += 1;
                     stack.pop();
                     complete_value(&mut s, &mut stack);
                     if stack.is_empty() {
                         s.skip_ws();
                         return if s.pos == s.bytes.len() {
-                            Ok(s.out)
+                            Ok(s.finish())
                         } else {
                             Err(NotJson)
                         };
@@ -319,12 +329,10 @@ pub(crate) fn redact_json(text: &str, rules: &Rules, found: &mut dyn FnMut(&str)
                     *state = ObjectState::Colon;
                 }
                 (ObjectState::Colon, Some(b':')) => {
-                    s.out.push(':');
                     s.pos += 1;
                     *state = ObjectState::Value;
                 }
                 (ObjectState::CommaOrEnd, Some(b',')) => {
-                    s.out.push(',');
                     s.pos += 1;
                     *state = ObjectState::Key;
                 }
@@ -332,21 +340,19 @@ pub(crate) fn redact_json(text: &str, rules: &Rules, found: &mut dyn FnMut(&str)
             },
             Frame::Array { state } => match (*state, s.bytes.get(s.pos)) {
                 (ArrayState::CommaOrEnd, Some(b']')) => {
-                    s.out.push(']');
                     s.pos += 1;
                     stack.pop();
                     complete_value(&mut s, &mut stack);
                     if stack.is_empty() {
                         s.skip_ws();
                         return if s.pos == s.bytes.len() {
-                            Ok(s.out)
+                            Ok(s.finish())
                         } else {
                             Err(NotJson)
                         };
                     }
                 }
                 (ArrayState::CommaOrEnd, Some(b',')) => {
-                    s.out.push(',');
                     s.pos += 1;
                     *state = ArrayState::Value;
                 }
@@ -363,10 +369,14 @@ fn complete_value(s: &mut Scanner<'_>, stack: &mut [Frame]) {
     match stack.last_mut() {
         Some(Frame::Object { redact_from, state }) => {
             if let Some(from) = redact_from.take() {
-                s.out.truncate(from);
+                if s.out.capacity() == 0 {
+                    s.out.reserve(s.text.len());
+                }
+                s.out.push_str(&s.text[s.copied..from]);
                 s.out.push('"');
                 s.out.push_str(REDACTED);
                 s.out.push('"');
+                s.copied = s.pos;
             }
             *state = ObjectState::CommaOrEnd;
         }
@@ -451,5 +461,5 @@ fn unescape_lossy(raw: &str) -> String {
             return raw.to_owned();
         }
     }
-    unescape(raw)
+    unescape(raw).into_owned()
 }

@@ -55,43 +55,60 @@ pub const REDACTED: &str = "[REDACTED]";
 /// The sensitive names, compared case-insensitively (ASCII).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Rules {
-    headers: Vec<String>,
-    query: Vec<String>,
-    json: Vec<String>,
+    headers: Names,
+    query: Names,
+    json: Names,
 }
 
-fn lower(list: &[String]) -> Vec<String> {
-    list.iter().map(|s| s.to_ascii_lowercase()).collect()
+/// Lower-cased names, with the set of their lengths: most names looked up (every member of
+/// every JSON body) have a length no sensitive name has, and are answered without comparing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Names {
+    names: Vec<String>,
+    /// Bit `n` set: some name is `n` bytes long (bit 63: some name is 63 bytes or longer).
+    lengths: u64,
 }
 
-fn contains(list: &[String], name: &str) -> bool {
-    list.iter().any(|s| s.eq_ignore_ascii_case(name))
+impl Names {
+    fn new(list: &[String]) -> Self {
+        let names: Vec<String> = list.iter().map(|s| s.to_ascii_lowercase()).collect();
+        let lengths = names.iter().fold(0, |bits, n| bits | Self::bit(n.len()));
+        Names { names, lengths }
+    }
+
+    fn bit(len: usize) -> u64 {
+        1 << len.min(63)
+    }
+
+    fn contains(&self, name: &str) -> bool {
+        self.lengths & Self::bit(name.len()) != 0 && self.names.iter().any(|s| s.eq_ignore_ascii_case(name))
+    }
 }
 
 impl Rules {
     /// Rules from the three lists.
     pub fn new(headers: &[String], query: &[String], json: &[String]) -> Self {
         Rules {
-            headers: lower(headers),
-            query: lower(query),
-            json: lower(json),
+            headers: Names::new(headers),
+            query: Names::new(query),
+            json: Names::new(json),
         }
     }
 
     /// Whether a header is sensitive.
     pub fn is_sensitive_header(&self, name: &str) -> bool {
-        contains(&self.headers, name)
+        self.headers.contains(name)
     }
 
     /// Whether a query parameter is sensitive.
     pub fn is_sensitive_query_parameter(&self, name: &str) -> bool {
-        contains(&self.query, name)
+        self.query.contains(name)
     }
 
     /// Whether a JSON property (or form field, multipart part, XML element or attribute) is
     /// sensitive.
     pub fn is_sensitive_json_property(&self, name: &str) -> bool {
-        contains(&self.json, name)
+        self.json.contains(name)
     }
 }
 
@@ -159,6 +176,10 @@ pub struct RecordedBody {
 
 /// Cuts `text` after `max_chars` characters and appends `... [N characters truncated]`.
 pub fn truncate(text: String, max_chars: usize) -> String {
+    // No more bytes than allowed characters: nothing to count.
+    if text.len() <= max_chars {
+        return text;
+    }
     match text.char_indices().nth(max_chars) {
         None => text,
         Some((cut, _)) => {
@@ -323,7 +344,10 @@ impl Sanitizer {
             return truncate(text.into_owned(), self.max_body_chars);
         }
         let redacted = self.structured(content_type, &text, 0);
-        let replaced = self.secrets.replace_known(&redacted).into_owned();
+        let replaced = match self.secrets.replace_known(&redacted) {
+            Cow::Borrowed(_) => redacted.into_owned(),
+            Cow::Owned(replaced) => replaced,
+        };
         truncate(replaced, self.max_body_chars)
     }
 
@@ -349,7 +373,7 @@ impl Sanitizer {
         }
     }
 
-    fn structured(&self, content_type: Option<&str>, text: &str, depth: u8) -> String {
+    fn structured<'t>(&self, content_type: Option<&str>, text: &'t str, depth: u8) -> Cow<'t, str> {
         let rules = &*self.rules;
         let mut found = self.remember();
         match body_kind(content_type, text) {
@@ -362,22 +386,33 @@ impl Sanitizer {
                         pending.iter().for_each(|v| found(v));
                         out
                     }
-                    Err(_) => json::redact_text_fallback(text, rules, &mut found),
+                    Err(_) => Cow::Owned(json::redact_text_fallback(text, rules, &mut found)),
                 }
             }
-            BodyKind::Xml => markup::redact_xml(text, rules, &mut found),
-            BodyKind::Form => {
-                url::redact_pairs(text, '&', &|n| rules.is_sensitive_json_property(n), &mut found)
-            }
+            BodyKind::Xml => Cow::Owned(markup::redact_xml(text, rules, &mut found)),
+            BodyKind::Form => Cow::Owned(url::redact_pairs(
+                text,
+                '&',
+                &|n| rules.is_sensitive_json_property(n),
+                &mut found,
+            )),
             BodyKind::Multipart(boundary) if depth == 0 => {
                 // A part with a type of its own is redacted as that type; a plain field is kept.
                 let mut inner = |ct: Option<&str>, part: &str| match ct {
-                    Some(ct) => self.structured(Some(ct), part, depth + 1),
+                    Some(ct) => self.structured(Some(ct), part, depth + 1).into_owned(),
                     None => part.to_owned(),
                 };
-                markup::redact_multipart(text, boundary.as_deref(), rules, &mut found, &mut inner)
+                Cow::Owned(markup::redact_multipart(
+                    text,
+                    boundary.as_deref(),
+                    rules,
+                    &mut found,
+                    &mut inner,
+                ))
             }
-            BodyKind::Multipart(_) | BodyKind::Text => json::redact_text_fallback(text, rules, &mut found),
+            BodyKind::Multipart(_) | BodyKind::Text => {
+                Cow::Owned(json::redact_text_fallback(text, rules, &mut found))
+            }
         }
     }
 
