@@ -569,9 +569,8 @@ impl RestResponse {
                 }
             })
             .collect();
-        // Sanitized once: the attachment's pretty form is this text re-indented, so it cannot
-        // show anything the compact form redacted.
-        let shown_shape = sanitizer.body(Some("application/json"), shape.to_string().as_bytes());
+        let shown = shown_shape(&sanitizer, shape.to_string());
+        let shown_shape = shown.compact.clone();
         let matched = mismatches.is_empty();
         let bullets: Vec<String> = mismatches.iter().map(ToString::to_string).collect();
         let mut attributes = Attributes::with_capacity(6)
@@ -596,7 +595,7 @@ impl RestResponse {
         if settings.capture && settings.attachments.capture_expected_shapes {
             let n = self.next_shape_number();
             let suffix = if n == 1 { String::new() } else { format!("-{n:02}") };
-            let content = pretty_json(&shown_shape);
+            let content = shown.pretty();
             let attachment = Attachment::new(
                 format!("rest-{:02}-expected-shape{suffix}", self.request_number()),
                 "application/json",
@@ -650,6 +649,60 @@ impl RestResponse {
 }
 
 /// The last member name of a mismatch path (`$.a.password` → `password`).
+/// An expected shape as the trace shows it: sanitized once, and laid out for the attachment by
+/// re-indenting the sanitized text, so the pretty form cannot show anything the compact one
+/// redacted.
+#[derive(Clone)]
+struct ShownShape {
+    compact: String,
+    pretty: std::rc::Rc<std::cell::OnceCell<String>>,
+}
+
+impl ShownShape {
+    fn pretty(&self) -> String {
+        self.pretty.get_or_init(|| pretty_json(&self.compact)).clone()
+    }
+}
+
+/// The last shape sanitized on this thread, with the sanitizer (a clone: it keeps the rules
+/// and registry alive, so an address cannot be reused under it) and how many secrets its
+/// registry knew. A test asserts the same shape request after request; sanitizing it again is
+/// a tenth of an assertion.
+struct LastShape {
+    text: String,
+    sanitizer: kit_core::redact::Sanitizer,
+    known_secrets: usize,
+    shown: ShownShape,
+}
+
+thread_local! {
+    static LAST_SHAPE: std::cell::RefCell<Option<LastShape>> = const { std::cell::RefCell::new(None) };
+}
+
+fn shown_shape(sanitizer: &kit_core::redact::Sanitizer, text: String) -> ShownShape {
+    let known_secrets = sanitizer.secrets().len();
+    let hit = LAST_SHAPE.with_borrow(|last| {
+        last.as_ref()
+            .filter(|l| l.text == text && l.known_secrets == known_secrets && l.sanitizer.is_same(sanitizer))
+            .map(|l| l.shown.clone())
+    });
+    if let Some(shown) = hit {
+        return shown;
+    }
+    let shown = ShownShape {
+        compact: sanitizer.body(Some("application/json"), text.as_bytes()),
+        pretty: Default::default(),
+    };
+    LAST_SHAPE.set(Some(LastShape {
+        text,
+        sanitizer: sanitizer.clone(),
+        // What sanitizing remembered (a value under a sensitive name) is known from now on.
+        known_secrets: sanitizer.secrets().len(),
+        shown: shown.clone(),
+    }));
+    shown
+}
+
 /// Compact JSON text laid out as `serde_json::to_string_pretty` lays out a document (two-space
 /// indents, `"name": value`), without parsing it; text that is not compact JSON (a sanitizer
 /// cut it short, say) is returned as it is.

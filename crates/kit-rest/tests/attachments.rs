@@ -418,3 +418,47 @@ async fn an_expected_shape_is_attached_pretty_and_redacted_like_the_assertion_ev
         r#"[{"id":1,"note":"[REDACTED]","password":"[REDACTED]"},{"id":2}]"#
     );
 }
+
+/// The kit reuses a shape it sanitized for the next assertion of the same shape, but not once
+/// a secret was learnt in between.
+#[tokio::test]
+async fn a_shape_asserted_again_after_a_secret_is_learnt_is_redacted_anew() {
+    let base = serve(api());
+    let run = run_with(Configuration::new(), |kit| {
+        kit.add_application("api", |app| {
+            app.add_rest(|rest| {
+                rest.capture_attachments(|_| {});
+                rest.add_client().base_url(&base);
+            });
+        });
+    });
+    let ctx = run
+        .run
+        .begin_test(TestStarted::new("again").with_application(Some("api".into())));
+    let shape = serde_json::json!([{ "id": 1 }, { "id": 2, "note": "pw-learnt-later" }]);
+    let assert_it = |response: &RestResponse| {
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            response.should().match_shape(&shape);
+        }));
+    };
+    assert_it(&ctx.rest().get("/items").await);
+    assert_it(&ctx.rest().get("/items").await);
+    // Sent under `password`: the sanitizer learns the value and redacts it everywhere after.
+    ctx.rest()
+        .body(&serde_json::json!({ "password": "pw-learnt-later" }))
+        .post("/login")
+        .await;
+    assert_it(&ctx.rest().get("/items").await);
+    ctx.finish(TestOutcome::Passed).unwrap();
+
+    let record = tests_of(&run).remove(0);
+    for name in ["rest-01-expected-shape", "rest-02-expected-shape"] {
+        assert!(
+            attachment_text(&run, &record, name).contains("pw-learnt-later"),
+            "not a secret yet in {name}"
+        );
+    }
+    let last = attachment_text(&run, &record, "rest-04-expected-shape");
+    assert!(!last.contains("pw-learnt-later"), "{last}");
+    assert!(last.contains("\"note\": \"[REDACTED]\""), "{last}");
+}

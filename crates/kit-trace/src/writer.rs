@@ -151,8 +151,6 @@ pub struct ArchiveWriter {
     manifest_written: bool,
     cache: Option<Cached>,
     deflater: Deflater,
-    /// Where an event is serialized before it goes into its test's stream.
-    line: Vec<u8>,
     stats: WriterStats,
     /// A commit that failed inside `on_event`, reported by the next flush.
     deferred: Option<TraceError>,
@@ -209,7 +207,6 @@ impl ArchiveWriter {
             manifest_written: false,
             cache: None,
             deflater: Deflater::new(options.compression_level),
-            line: Vec::new(),
             stats: WriterStats::default(),
             deferred: None,
             pid: std::process::id(),
@@ -479,10 +476,18 @@ impl ArchiveWriter {
             _ => event,
         };
         // Serializing our own types into a Vec cannot fail: no map has non-string keys.
-        self.line.clear();
-        if serde_json::to_writer(&mut self.line, event).is_ok() {
-            self.line.push(b'\n');
-            if let Err(source) = buffer.lines.write(&mut self.deflater, &self.line) {
+        let written = buffer.lines.write_with(&mut self.deflater, |line| {
+            let ok = serde_json::to_writer(&mut *line, event).is_ok();
+            line.push(b'\n');
+            ok
+        });
+        match written {
+            Ok(true) => {
+                buffer.events += 1;
+                self.stats.events += 1;
+            }
+            Ok(false) => {}
+            Err(source) => {
                 self.deferred.get_or_insert(TraceError::Io {
                     path: self.path.clone(),
                     action: "compress a segment",
@@ -490,8 +495,6 @@ impl ArchiveWriter {
                 });
                 return;
             }
-            buffer.events += 1;
-            self.stats.events += 1;
         }
         let marks = match event.kind {
             EventKind::TestStarted(_) => true,

@@ -255,6 +255,26 @@ impl Sanitizer {
         &self.secrets
     }
 
+    /// Whether `other` is this sanitizer or a clone of it: the same rules, switch, cap and
+    /// registry, so that, with no secret learnt in between, both sanitize a text alike. A
+    /// caller that keeps a clone beside what it sanitized can reuse the result.
+    ///
+    /// ```
+    /// use kit_core::{KitHttpAttachmentOptions, redact::{Sanitizer, SecretRegistry}};
+    /// use std::sync::Arc;
+    ///
+    /// let a = Sanitizer::new(&KitHttpAttachmentOptions::default(), Arc::new(SecretRegistry::new()));
+    /// let b = Sanitizer::new(&KitHttpAttachmentOptions::default(), Arc::new(SecretRegistry::new()));
+    /// assert!(a.is_same(&a.clone()));
+    /// assert!(!a.is_same(&b));
+    /// ```
+    pub fn is_same(&self, other: &Sanitizer) -> bool {
+        Arc::ptr_eq(&self.rules, &other.rules)
+            && Arc::ptr_eq(&self.secrets, &other.secrets)
+            && self.redact == other.redact
+            && self.max_body_chars == other.max_body_chars
+    }
+
     fn remember(&self) -> impl FnMut(&str) + '_ {
         move |value: &str| {
             self.secrets.remember(value);
