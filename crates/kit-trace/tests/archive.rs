@@ -326,6 +326,60 @@ fn small_attachments_stay_in_their_event_as_text_or_base64() {
     assert_eq!(attachments[1].content.size(), 5);
 }
 
+/// A flush makes the test durable before the directory is rewritten (the bus rewrites it after
+/// answering the flush): a process killed in between leaves a file a reader salvages, with the
+/// test in it. `after_flush` then leaves a valid zip.
+#[test]
+fn a_test_is_durable_at_flush_before_the_directory_is_rewritten() {
+    // Real events of a real test, recorded, then fed to a writer by hand to stop between the
+    // two halves of its commit.
+    let recording = RecordingCollector::new();
+    let run_id = RunId::new("halves").unwrap();
+    let run = KitRun::new(
+        KitBuilder::new(Configuration::new()).build().unwrap().host,
+        Bus::builder().collector(recording.clone()).start(),
+        run_id.clone(),
+    );
+    for name in ["first", "second"] {
+        let ctx = run.begin_test(TestStarted::new(name));
+        ctx.observe(None, Observation::new("x", Attributes::new().with("k", name)));
+        ctx.finish(TestOutcome::Passed).unwrap();
+    }
+    let events = recording.events();
+    let second_starts = events
+        .iter()
+        .position(|e| matches!(&e.kind, EventKind::TestStarted(t) if t.name == "second"))
+        .unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = ArchiveWriter::create(dir.path(), RunManifest::new(run_id, "cargo-test")).unwrap();
+    let path = writer.path().to_owned();
+    for event in &events[..second_starts] {
+        writer.on_event(event);
+    }
+    writer.flush().unwrap();
+    writer.after_flush().unwrap();
+    for event in &events[second_starts..] {
+        writer.on_event(event);
+    }
+    writer.flush().unwrap();
+
+    // Killed here: the file on disk is what a reader gets.
+    let killed = dir.path().join("killed.kittrace");
+    std::fs::copy(&path, &killed).unwrap();
+    let mut reader = ArchiveReader::open(&killed).unwrap();
+    assert!(reader.salvage().is_some(), "the directory is not written yet");
+    let names: Vec<String> = reader.tests().map(|t| t.unwrap().name).collect();
+    assert_eq!(names, ["first", "second"]);
+
+    writer.after_flush().unwrap();
+    let mut reader = ArchiveReader::open(&path).unwrap();
+    assert_eq!(reader.salvage(), None);
+    assert_eq!(reader.tests().count(), 2);
+    let zip = zip::ZipArchive::new(File::open(&path).unwrap()).unwrap();
+    assert_eq!(zip.len(), 4, "mimetype, manifest and a segment per test");
+}
+
 #[test]
 fn a_long_test_commits_intermediate_segments_and_reads_back_whole() {
     let dir = tempfile::tempdir().unwrap();
