@@ -18,7 +18,8 @@
 //! `cargo bench -p kit-rest --bench vs_reqwest`. To change the sizes: `KIT_BENCH_ROUNDS`,
 //! `KIT_BENCH_REQUESTS`, `KIT_BENCH_PAGES`, `KIT_BENCH_PER_TEST`. To see what the kit's
 //! pipeline costs: `KIT_BENCH_VARIANT=bare` (no archive, collectors or attachments). To run
-//! one scenario (for a profiler): `KIT_BENCH_ONLY=sequential` (or `32`, `1 MiB`).
+//! one scenario (for a profiler): `KIT_BENCH_ONLY=sequential` (or `32`, `1 MiB`); one side
+//! only, with no table then: `KIT_BENCH_SIDE=raw` or `kit`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, missing_docs)]
 
@@ -332,25 +333,40 @@ fn main() {
     let mut kit_times: Vec<Vec<(Duration, Duration)>> = vec![Vec::new(); 3];
     let only = std::env::var("KIT_BENCH_ONLY").ok();
     let runs = |i: usize| only.as_deref().is_none_or(|o| scenarios[i].starts_with(o));
+    // One side only (no ratios then): what a profiler should count.
+    let side = std::env::var("KIT_BENCH_SIDE").unwrap_or_default();
+    let (raw_on, kit_on) = (side != "kit", side != "raw");
     for _ in 0..rounds {
         if runs(0) {
-            raw_times[0].push(timed(&rt, raw_requests(&client, &url, n)));
-            kit_times[0].push(timed(&rt, kit_requests(&kit, n, 0, false)));
+            if raw_on {
+                raw_times[0].push(timed(&rt, raw_requests(&client, &url, n)));
+            }
+            if kit_on {
+                kit_times[0].push(timed(&rt, kit_requests(&kit, n, 0, false)));
+            }
         }
         if runs(1) {
             let per_task = n / IN_FLIGHT;
-            raw_times[1].push(timed(&rt, async {
-                let tasks = (0..IN_FLIGHT).map(|_| raw_requests(&client, &url, per_task));
-                futures_util::future::join_all(tasks).await;
-            }));
-            kit_times[1].push(timed(&rt, async {
-                let tasks = (0..IN_FLIGHT).map(|t| kit_requests(&kit, per_task, t * per_task, true));
-                futures_util::future::join_all(tasks).await;
-            }));
+            if raw_on {
+                raw_times[1].push(timed(&rt, async {
+                    let tasks = (0..IN_FLIGHT).map(|_| raw_requests(&client, &url, per_task));
+                    futures_util::future::join_all(tasks).await;
+                }));
+            }
+            if kit_on {
+                kit_times[1].push(timed(&rt, async {
+                    let tasks = (0..IN_FLIGHT).map(|t| kit_requests(&kit, per_task, t * per_task, true));
+                    futures_util::future::join_all(tasks).await;
+                }));
+            }
         }
         if runs(2) {
-            raw_times[2].push(timed(&rt, raw_page(&client, &url, pages)));
-            kit_times[2].push(timed(&rt, kit_page(&kit, pages)));
+            if raw_on {
+                raw_times[2].push(timed(&rt, raw_page(&client, &url, pages)));
+            }
+            if kit_on {
+                kit_times[2].push(timed(&rt, kit_page(&kit, pages)));
+            }
         }
     }
     let stats = kit.run.bus().stats();
@@ -378,7 +394,7 @@ fn main() {
         "scenario", "raw req/s", "kit req/s", "kit/raw", "raw CPU µs/req", "kit CPU µs/req"
     );
     for (i, scenario) in scenarios.iter().enumerate() {
-        if raw_times[i].is_empty() {
+        if raw_times[i].is_empty() || kit_times[i].is_empty() {
             continue;
         }
         let count = if i == 2 {
