@@ -60,6 +60,18 @@ fn run_with(config: Configuration, configure: impl FnOnce(&mut KitBuilder)) -> R
     }
 }
 
+/// A run whose application `api` captures attachments with the default options.
+fn capturing_run(base: &str) -> Run {
+    run_with(Configuration::new(), |kit| {
+        kit.add_application("api", |app| {
+            app.add_rest(|rest| {
+                rest.capture_attachments(|_| {});
+                rest.add_client().base_url(base);
+            });
+        });
+    })
+}
+
 fn tests_of(run: &Run) -> Vec<TestRecord> {
     ArchiveReader::open(&run.archive)
         .unwrap()
@@ -131,14 +143,7 @@ async fn without_capture_attachments_nothing_is_attached_but_requests_are_traced
 #[tokio::test]
 async fn attachments_are_numbered_per_test_redacted_and_described() {
     let base = serve(api());
-    let run = run_with(Configuration::new(), |kit| {
-        kit.add_application("api", |app| {
-            app.add_rest(|rest| {
-                rest.capture_attachments(|_| {});
-                rest.add_client().base_url(&base);
-            });
-        });
-    });
+    let run = capturing_run(&base);
     // Two tests at once: each numbers its own requests from 1.
     tokio::join!(two_requests(&run, "first"), two_requests(&run, "second"));
     for record in tests_of(&run) {
@@ -369,14 +374,7 @@ async fn with_redaction_off_values_pass_but_user_info_is_removed() {
 #[tokio::test]
 async fn an_expected_shape_is_attached_pretty_and_redacted_like_the_assertion_event() {
     let base = serve(api());
-    let run = run_with(Configuration::new(), |kit| {
-        kit.add_application("api", |app| {
-            app.add_rest(|rest| {
-                rest.capture_attachments(|_| {});
-                rest.add_client().base_url(&base);
-            });
-        });
-    });
+    let run = capturing_run(&base);
     let ctx = run
         .run
         .begin_test(TestStarted::new("shape").with_application(Some("api".into())));
@@ -424,14 +422,7 @@ async fn an_expected_shape_is_attached_pretty_and_redacted_like_the_assertion_ev
 #[tokio::test]
 async fn a_shape_asserted_again_after_a_secret_is_learnt_is_redacted_anew() {
     let base = serve(api());
-    let run = run_with(Configuration::new(), |kit| {
-        kit.add_application("api", |app| {
-            app.add_rest(|rest| {
-                rest.capture_attachments(|_| {});
-                rest.add_client().base_url(&base);
-            });
-        });
-    });
+    let run = capturing_run(&base);
     let ctx = run
         .run
         .begin_test(TestStarted::new("again").with_application(Some("api".into())));
