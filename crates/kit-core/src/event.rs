@@ -774,6 +774,12 @@ pub enum AttachmentContent {
         /// Length in bytes.
         size: u64,
     },
+    /// A kind of content a newer minor version of the format wrote: the event reads, its bytes
+    /// do not.
+    Unknown {
+        /// The kind's key, as written.
+        kind: String,
+    },
 }
 
 #[derive(Serialize)]
@@ -785,11 +791,9 @@ enum ContentRef<'a> {
 }
 
 #[derive(Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum ContentWire {
-    Inline(#[serde(deserialize_with = "base64_bytes::deserialize")] Arc<[u8]>),
-    Text(String),
-    Blob { sha256: String, size: u64 },
+struct BlobWire {
+    sha256: String,
+    size: u64,
 }
 
 impl Serialize for AttachmentContent {
@@ -800,6 +804,11 @@ impl Serialize for AttachmentContent {
                 Err(_) => ContentRef::Inline(bytes),
             },
             AttachmentContent::Blob { sha256, size } => ContentRef::Blob { sha256, size: *size },
+            AttachmentContent::Unknown { kind } => {
+                let mut map = s.serialize_map(Some(1))?;
+                map.serialize_entry(kind, &())?;
+                return map.end();
+            }
         }
         .serialize(s)
     }
@@ -807,20 +816,53 @@ impl Serialize for AttachmentContent {
 
 impl<'de> Deserialize<'de> for AttachmentContent {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Ok(match ContentWire::deserialize(d)? {
-            ContentWire::Inline(bytes) => AttachmentContent::Inline(bytes),
-            ContentWire::Text(text) => AttachmentContent::Inline(Arc::from(text.into_bytes())),
-            ContentWire::Blob { sha256, size } => AttachmentContent::Blob { sha256, size },
-        })
+        struct ContentVisitor;
+        impl<'de> Visitor<'de> for ContentVisitor {
+            type Value = AttachmentContent;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object with one key naming the kind of content")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<AttachmentContent, A::Error> {
+                let Some(key) = map.next_key::<Cow<'de, str>>()? else {
+                    return Err(de::Error::custom("attachment content object is empty"));
+                };
+                let content = match &*key {
+                    "text" => AttachmentContent::Inline(Arc::from(map.next_value::<String>()?.into_bytes())),
+                    "inline" => {
+                        use base64::Engine as _;
+                        let text = map.next_value::<Cow<'de, str>>()?;
+                        let bytes = base64::engine::general_purpose::STANDARD
+                            .decode(text.as_bytes())
+                            .map_err(de::Error::custom)?;
+                        AttachmentContent::Inline(Arc::from(bytes))
+                    }
+                    "blob" => {
+                        let BlobWire { sha256, size } = map.next_value()?;
+                        AttachmentContent::Blob { sha256, size }
+                    }
+                    other => {
+                        map.next_value::<IgnoredAny>()?;
+                        AttachmentContent::Unknown {
+                            kind: other.to_owned(),
+                        }
+                    }
+                };
+                // A newer writer may add keys beside the kind; they are ignored like unknown fields.
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(content)
+            }
+        }
+        d.deserialize_map(ContentVisitor)
     }
 }
 
 impl AttachmentContent {
-    /// How many bytes the attachment holds.
+    /// How many bytes the attachment holds (0 for content of an unknown kind).
     pub fn size(&self) -> u64 {
         match self {
             AttachmentContent::Inline(bytes) => bytes.len() as u64,
             AttachmentContent::Blob { size, .. } => *size,
+            AttachmentContent::Unknown { .. } => 0,
         }
     }
 }
@@ -831,14 +873,6 @@ mod base64_bytes {
 
     pub(super) fn serialize<S: Serializer>(bytes: &&[u8], s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(bytes))
-    }
-
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Arc<[u8]>, D::Error> {
-        let text = Cow::<str>::deserialize(d)?;
-        base64::engine::general_purpose::STANDARD
-            .decode(text.as_bytes())
-            .map(Arc::from)
-            .map_err(de::Error::custom)
     }
 }
 
@@ -1218,6 +1252,42 @@ mod tests {
         );
         assert_eq!(event.parent_id, None);
         assert_eq!(event.id.as_u64(), 255);
+    }
+
+    #[test]
+    fn attachment_content_is_text_base64_or_a_blob_and_unknown_kinds_are_skipped() {
+        let text = AttachmentContent::Inline(Arc::from(b"{\"a\":\"\xc3\xa9\"}".to_vec()));
+        let binary = AttachmentContent::Inline(Arc::from(vec![0xff, 0, 0xfe]));
+        let blob = AttachmentContent::Blob {
+            sha256: "ab".repeat(32),
+            size: 7,
+        };
+        let wire = |c: &AttachmentContent| serde_json::to_string(c).unwrap();
+        assert_eq!(wire(&text), r#"{"text":"{\"a\":\"é\"}"}"#);
+        assert_eq!(wire(&binary), r#"{"inline":"/wD+"}"#);
+        for content in [&text, &binary, &blob] {
+            let back: AttachmentContent = serde_json::from_str(&wire(content)).unwrap();
+            assert_eq!(&back, content);
+        }
+        // A newer minor version's kind of content: the attachment still reads.
+        let future: AttachmentContent =
+            serde_json::from_str(r#"{"chunked":{"parts":[1,2]},"extra":true}"#).unwrap();
+        assert_eq!(
+            future,
+            AttachmentContent::Unknown {
+                kind: "chunked".into()
+            }
+        );
+        assert_eq!(future.size(), 0);
+        assert_eq!(wire(&future), r#"{"chunked":null}"#);
+        for bad in [
+            r#"{}"#,
+            r#"{"inline":"not base64!"}"#,
+            r#"{"blob":{"sha256":"x"}}"#,
+            "[]",
+        ] {
+            assert!(serde_json::from_str::<AttachmentContent>(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]
