@@ -122,7 +122,12 @@ struct Unfinished {
 
 /// Writes `TestResults/kit-{runId}.kittrace`: a [`Collector`] that buffers each test's events
 /// and, at each flush, appends the segments of tests that started or ended since the previous
-/// one. The archive is a valid zip after every flush.
+/// one. A flush makes the segments durable; the central directory follows in
+/// [`after_flush`](Collector::after_flush), which the bus calls as soon as it has answered the
+/// flush, and the archive is a valid zip again. Both halves are made under the archive's lock,
+/// so a reader that takes it (as [`ArchiveReader`](crate::ArchiveReader) does) never sees the
+/// file in between, and one that does not could only meet what a crash would leave: whole
+/// entries to salvage.
 ///
 /// Several processes of one run (`cargo nextest run` runs each test in its own process) append
 /// to one archive, taking turns through an exclusive lock on `kit-{runId}.kittrace.lock` beside

@@ -19,6 +19,20 @@ fn run_with_writer(dir: &Path, run_id: &str, options: WriterOptions) -> (KitRun,
     (KitRun::new(host, bus, run_id), path)
 }
 
+/// The archive through the `zip` crate's own reader, taken under the shared lock as the kit's
+/// readers take it: a commit's two halves (entries at the flush, the directory just after) are
+/// made under the writer's exclusive lock, and a reader without the lock could open the file
+/// between them.
+fn zip_of(path: &Path) -> zip::ZipArchive<File> {
+    let mut lock_path = path.as_os_str().to_owned();
+    lock_path.push(".lock");
+    let lock = File::open(&lock_path).unwrap();
+    lock.lock_shared().unwrap();
+    let zip = zip::ZipArchive::new(File::open(path).unwrap()).expect("a valid zip");
+    drop(lock);
+    zip
+}
+
 fn run_test(run: &KitRun, name: &str, requests: usize, outcome: TestOutcome) -> TestId {
     let ctx = run.begin_test(TestStarted::new(name).with_application(Some("orders".into())));
     // As the test runner does: the start is durable before the body runs.
@@ -105,13 +119,14 @@ fn every_test_reads_back_with_its_outcome_and_events() {
     assert_eq!(reader.salvage(), None);
 }
 
+/// Under the readers' lock, a valid zip after every test: no salvage needed.
 #[test]
 fn between_tests_the_archive_opens_with_the_zip_crates_normal_reader() {
     let dir = tempfile::tempdir().unwrap();
     let (run, path) = run_with_writer(dir.path(), "r2", WriterOptions::default());
     for i in 0..5 {
         run_test(&run, &format!("t{i}"), 2, TestOutcome::Passed);
-        let mut zip = zip::ZipArchive::new(File::open(&path).unwrap()).expect("a valid zip after every test");
+        let mut zip = zip_of(&path);
         // mimetype, manifest, and two segments (start, end) per finished test.
         assert_eq!(zip.len(), 2 + 2 * (i + 1));
         let mut mime = String::new();
@@ -171,7 +186,7 @@ fn writers_in_many_processes_share_one_archive() {
     assert_eq!(names, expected, "each test exactly once");
     let reader = ArchiveReader::open(&paths[0]).unwrap();
     assert_eq!(reader.runs().len(), 1);
-    let zip = zip::ZipArchive::new(File::open(&paths[0]).unwrap()).unwrap();
+    let zip = zip_of(&paths[0]);
     let manifests = zip
         .file_names()
         .filter(|n| n.as_ref().unwrap().ends_with("manifest.json"))
@@ -267,7 +282,7 @@ fn large_attachments_become_deduplicated_blobs() {
         })
         .unwrap();
     assert_eq!(reader.blob(&sha).unwrap(), body);
-    let zip = zip::ZipArchive::new(File::open(&path).unwrap()).unwrap();
+    let zip = zip_of(&path);
     assert_eq!(
         zip.file_names()
             .filter(|n| n.as_ref().unwrap().starts_with("blobs/"))
@@ -293,7 +308,7 @@ fn small_attachments_stay_in_their_event_as_text_or_base64() {
     );
     ctx.finish(TestOutcome::Passed).unwrap();
 
-    let mut zip = zip::ZipArchive::new(File::open(&path).unwrap()).unwrap();
+    let mut zip = zip_of(&path);
     let names: Vec<String> = zip.file_names().map(|n| n.unwrap().into_owned()).collect();
     assert!(!names.iter().any(|n| n.starts_with("blobs/")), "{names:?}");
     // The text reads as itself in the segment; the binary as base64.
@@ -376,7 +391,7 @@ fn a_test_is_durable_at_flush_before_the_directory_is_rewritten() {
     let mut reader = ArchiveReader::open(&path).unwrap();
     assert_eq!(reader.salvage(), None);
     assert_eq!(reader.tests().count(), 2);
-    let zip = zip::ZipArchive::new(File::open(&path).unwrap()).unwrap();
+    let zip = zip_of(&path);
     assert_eq!(zip.len(), 4, "mimetype, manifest and a segment per test");
 }
 
@@ -386,7 +401,7 @@ fn a_long_test_commits_intermediate_segments_and_reads_back_whole() {
     let options = WriterOptions::default().with_segment_limit(4 * 1024);
     let (run, path) = run_with_writer(dir.path(), "r7", options);
     run_test(&run, "long", 200, TestOutcome::Passed);
-    let zip = zip::ZipArchive::new(File::open(&path).unwrap()).unwrap();
+    let zip = zip_of(&path);
     let segments = zip
         .file_names()
         .filter(|n| n.as_ref().unwrap().ends_with(".jsonl"))
