@@ -451,11 +451,6 @@ fn dispatch(
             slot.guarded(errors, |c| c.flush());
         }
     };
-    let after_flush = |slots: &mut Vec<Slot>, errors: &mut Vec<CollectorError>| {
-        for slot in slots.iter_mut() {
-            slot.guarded(errors, |c| c.after_flush());
-        }
-    };
     let mut empty_naps = 0;
     // When the oldest requested flush not yet covered by a flush must happen.
     let mut due: Option<Instant> = None;
@@ -481,12 +476,10 @@ fn dispatch(
                 if let Some(reply) = reply {
                     let _ = reply.send(std::mem::take(&mut errors));
                 }
-                after_flush(&mut slots, &mut errors);
             }
             Message::FlushDue => {
                 due = None;
                 flush(&mut slots, &mut errors);
-                after_flush(&mut slots, &mut errors);
             }
             Message::Register(collector) => slots.push(Slot::new(collector)),
             Message::Shutdown(reply) => {

@@ -48,14 +48,6 @@ pub trait Collector: Send + 'static {
         Ok(())
     }
 
-    /// Called after every collector has flushed and whoever waited for the flush was answered:
-    /// for work that must follow a flush but that nobody needs to wait for. The archive writer
-    /// makes a test durable in [`flush`](Collector::flush) and rewrites the archive's
-    /// directory here. Errors are reported by the next flush. Does nothing by default.
-    fn after_flush(&mut self) -> Result<(), CollectorError> {
-        Ok(())
-    }
-
     /// Called once when the bus shuts down, after the last event. Defaults to
     /// [`flush`](Collector::flush).
     fn finish(&mut self) -> Result<(), CollectorError> {

@@ -109,25 +109,9 @@ struct Cached {
     tail: Vec<u8>,
 }
 
-/// A commit whose entries are in the file (durable: a reader salvages them) but whose central
-/// directory is not written yet. It holds the lock, so no reader or other writer sees the file
-/// in between.
-struct Unfinished {
-    _lock: File,
-    file: File,
-    directory: Directory,
-    /// The file's length after the entries were written.
-    len: u64,
-}
-
 /// Writes `TestResults/kit-{runId}.kittrace`: a [`Collector`] that buffers each test's events
 /// and, at each flush, appends the segments of tests that started or ended since the previous
-/// one. A flush makes the segments durable; the central directory follows in
-/// [`after_flush`](Collector::after_flush), which the bus calls as soon as it has answered the
-/// flush, and the archive is a valid zip again. Both halves are made under the archive's lock,
-/// so a reader that takes it (as [`ArchiveReader`](crate::ArchiveReader) does) never sees the
-/// file in between, and one that does not could only meet what a crash would leave: whole
-/// entries to salvage.
+/// one. The archive is a valid zip after every flush.
 ///
 /// Several processes of one run (`cargo nextest run` runs each test in its own process) append
 /// to one archive, taking turns through an exclusive lock on `kit-{runId}.kittrace.lock` beside
@@ -166,10 +150,6 @@ pub struct ArchiveWriter {
     /// Whether the run's manifest is in the archive, as of the last append or reload.
     manifest_written: bool,
     cache: Option<Cached>,
-    /// Set between a flush, which writes a commit's entries, and the bus's `after_flush`,
-    /// which writes the directory: a test waiting for its end to be durable does not wait for
-    /// the directory, whose size grows with the archive.
-    unfinished: Option<Unfinished>,
     deflater: Deflater,
     stats: WriterStats,
     /// A commit that failed inside `on_event`, reported by the next flush.
@@ -226,7 +206,6 @@ impl ArchiveWriter {
             blobs: HashSet::new(),
             manifest_written: false,
             cache: None,
-            unfinished: None,
             deflater: Deflater::new(options.compression_level),
             stats: WriterStats::default(),
             deferred: None,
@@ -261,43 +240,8 @@ impl ArchiveWriter {
         }
     }
 
-    /// Appends every pending segment to the archive, under the lock, and leaves it a valid zip.
+    /// Appends every pending segment to the archive, under the lock.
     pub fn commit(&mut self) -> Result<(), TraceError> {
-        self.commit_entries()?;
-        self.finish_directory()
-    }
-
-    /// Writes the central directory of a commit whose entries are written, and lets go of the
-    /// lock.
-    fn finish_directory(&mut self) -> Result<(), TraceError> {
-        let Some(mut unfinished) = self.unfinished.take() else {
-            return Ok(());
-        };
-        match zipfile::write_directory(&unfinished.file, unfinished.len, &mut unfinished.directory) {
-            Ok((len, tail)) => {
-                self.cache = Some(Cached {
-                    directory: unfinished.directory,
-                    len,
-                    tail,
-                });
-                Ok(())
-            }
-            Err(source) => {
-                // The entries are in the file; the next commit salvages them from it.
-                self.cache = None;
-                Err(TraceError::Io {
-                    path: self.path.clone(),
-                    action: "write the archive's directory",
-                    source,
-                })
-            }
-        }
-    }
-
-    /// Appends every pending segment's entries to the archive, under the lock, which it keeps
-    /// until [`finish_directory`](Self::finish_directory). The entries are durable from here.
-    fn commit_entries(&mut self) -> Result<(), TraceError> {
-        self.finish_directory()?;
         if self.pending.is_empty() {
             return Ok(());
         }
@@ -357,14 +301,9 @@ impl ArchiveWriter {
         }
 
         let lock = self.lock()?;
-        // On failure the lock goes with `lock`, and the pending segments stay for the next try.
-        let (file, directory, len) = self.append_locked(segments, blobs)?;
-        self.unfinished = Some(Unfinished {
-            _lock: lock,
-            file,
-            directory,
-            len,
-        });
+        let result = self.append_locked(segments, blobs);
+        drop(lock);
+        result?;
         if let Some((_, stored)) = &mut self.secrets
             && fingerprints_end > *stored
         {
@@ -419,7 +358,7 @@ impl ArchiveWriter {
         &mut self,
         segments: Vec<PreparedEntry>,
         blobs: Vec<(String, PreparedEntry)>,
-    ) -> Result<(File, Directory, u64), TraceError> {
+    ) -> Result<(), TraceError> {
         let io_err = |action, source| TraceError::Io {
             path: self.path.clone(),
             action,
@@ -498,13 +437,19 @@ impl ArchiveWriter {
         }
         entries.extend(segments);
         let count = entries.len() as u64;
-        let new_len = zipfile::append_entries(&file, len, &mut directory, &entries)
+        let new_len = zipfile::append(&file, len, &mut directory, &entries)
             .map_err(|e| io_err("append to the archive", e))?;
         self.manifest_written = true;
         self.blobs.extend(added_blobs);
         self.stats.commits += 1;
         self.stats.entries += count;
-        Ok((file, directory, new_len))
+        let tail = zipfile::tail(&file, new_len).map_err(|e| io_err("read the archive", e))?;
+        self.cache = Some(Cached {
+            directory,
+            len: new_len,
+            tail,
+        });
+        Ok(())
     }
 
     fn write_event(&mut self, event: &Event) {
@@ -569,19 +514,6 @@ impl ArchiveWriter {
     }
 }
 
-impl ArchiveWriter {
-    fn report(&self, result: Result<(), TraceError>) -> Result<(), CollectorError> {
-        result.map_err(|e| CollectorError::new(format!("trace archive {}", self.path.display()), e))
-    }
-}
-
-impl Drop for ArchiveWriter {
-    /// A writer dropped between a flush and its `after_flush` still leaves a valid zip.
-    fn drop(&mut self) {
-        let _ = self.finish_directory();
-    }
-}
-
 fn deflate(
     deflater: &mut Deflater,
     path: &Path,
@@ -620,18 +552,16 @@ impl Collector for ArchiveWriter {
         self.write_event(event);
     }
 
-    /// Makes every pending segment durable; the directory follows in
-    /// [`after_flush`](Collector::after_flush).
     fn flush(&mut self) -> Result<(), CollectorError> {
         let deferred = self.deferred.take();
-        let result = self.commit_entries();
-        self.report(deferred.map_or(result, Err))
-    }
-
-    /// Writes the directory of the commit [`flush`](Collector::flush) made.
-    fn after_flush(&mut self) -> Result<(), CollectorError> {
-        let result = self.finish_directory();
-        self.report(result)
+        let result = self.commit();
+        match deferred.map_or(result, Err) {
+            Ok(()) => Ok(()),
+            Err(e) => Err(CollectorError::new(
+                format!("trace archive {}", self.path.display()),
+                e,
+            )),
+        }
     }
 
     /// Commits everything still buffered, including tests that have not finished (they read
@@ -646,9 +576,7 @@ impl Collector for ArchiveWriter {
         for test in unfinished {
             self.mark(test);
         }
-        let deferred = self.deferred.take();
-        let result = self.commit();
-        self.report(deferred.map_or(result, Err))
+        self.flush()
     }
 
     fn name(&self) -> std::borrow::Cow<'_, str> {

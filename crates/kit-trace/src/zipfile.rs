@@ -17,7 +17,7 @@
 //! Reading entries for their content is left to the `zip` crate (see `crate::read`).
 
 use std::fs::File;
-use std::io::{self, BufReader, Read, Seek, SeekFrom};
+use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
 
 use flate2::read::DeflateDecoder;
 use flate2::{Compress, Compression, FlushCompress, Status};
@@ -624,27 +624,10 @@ pub(crate) fn append(
     directory: &mut Directory,
     entries: &[PreparedEntry],
 ) -> io::Result<u64> {
-    let len = append_entries(file, file_len, directory, entries)?;
-    write_directory(file, len, directory).map(|(len, _)| len)
-}
-
-/// The first half of an append: writes `entries` where `directory`'s entries end (over the
-/// old central directory) and adds them to `directory`. Returns the file's length now.
-///
-/// From here on the entries are durable: a reader that finds no valid directory salvages
-/// them, since they are whole and their checksums match. [`write_directory`] makes the file a
-/// valid zip again.
-pub(crate) fn append_entries(
-    file: &File,
-    file_len: u64,
-    directory: &mut Directory,
-    entries: &[PreparedEntry],
-) -> io::Result<u64> {
     let (dos_time, dos_date) = dos_now();
     let added: u64 = entries.iter().map(PreparedEntry::encoded_len).sum();
     let mut out = Vec::with_capacity(usize::try_from(added).unwrap_or(0));
-    let start = directory.end_of_entries;
-    let mut offset = start;
+    let mut offset = directory.end_of_entries;
     directory.encode_pending();
     let old_count = directory.entries.len();
     let old_encoded = directory.encoded.len();
@@ -691,56 +674,47 @@ pub(crate) fn append_entries(
         });
         offset += entry.encoded_len();
     }
-    if let Err(e) = write_all_at(file, start, &out) {
-        // The file keeps whatever made it; the next append reloads the directory from it.
-        directory.roll_back(old_count, old_encoded);
-        return Err(e);
-    }
-    directory.end_of_entries = offset;
-    Ok(file_len.max(offset))
-}
-
-/// The second half of an append: writes the central directory and end record after the
-/// entries, and cuts the file there if it was longer (`file_len`: a salvaged file's dead
-/// tail, or an old directory longer than the entries written over it). Returns the new length
-/// and the file's last bytes (its end record), which a writer compares to see whether another
-/// process wrote since.
-pub(crate) fn write_directory(
-    file: &File,
-    file_len: u64,
-    directory: &mut Directory,
-) -> io::Result<(u64, Vec<u8>)> {
     directory.encode_pending();
-    let cd_offset = directory.end_of_entries;
-    let mut out = Vec::with_capacity(directory.encoded.len() + EOCD_LEN as usize + 76);
-    out.extend_from_slice(&directory.encoded);
+    let cd_offset = offset;
+    let mut end = Vec::with_capacity(EOCD_LEN as usize + 76);
     write_end_records(
-        &mut out,
+        &mut end,
         directory.entries.len() as u64,
         directory.encoded.len() as u64,
         cd_offset,
     );
-    write_all_at(file, cd_offset, &out)?;
-    let new_len = cd_offset + out.len() as u64;
+    let written = (|| {
+        let mut writer = file;
+        writer.seek(SeekFrom::Start(directory.end_of_entries))?;
+        // One `writev` for entries, directory and end record, for as many calls as it takes.
+        let mut parts = [
+            io::IoSlice::new(&out),
+            io::IoSlice::new(&directory.encoded),
+            io::IoSlice::new(&end),
+        ];
+        let mut parts = &mut parts[..];
+        while !parts.is_empty() {
+            match writer.write_vectored(parts) {
+                Ok(0) => return Err(io::Error::from(io::ErrorKind::WriteZero)),
+                Ok(n) => io::IoSlice::advance_slices(&mut parts, n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    })();
+    if let Err(e) = written {
+        // The file keeps whatever made it; the next append reloads the directory from it.
+        directory.roll_back(old_count, old_encoded);
+        return Err(e);
+    }
+    let new_len = cd_offset + directory.encoded.len() as u64 + end.len() as u64;
+    // Only shorter when a salvaged file had a longer tail of dead bytes.
     if new_len < file_len {
         file.set_len(new_len)?;
     }
-    let tail = out[out.len() - EOCD_LEN as usize..].to_vec();
-    Ok((new_len, tail))
-}
-
-/// Writes all of `bytes` at `offset` (one `pwrite` on Unix, for as much as it takes).
-fn write_all_at(file: &File, offset: u64, bytes: &[u8]) -> io::Result<()> {
-    #[cfg(unix)]
-    {
-        std::os::unix::fs::FileExt::write_all_at(file, bytes, offset)
-    }
-    #[cfg(not(unix))]
-    {
-        let mut writer = file;
-        writer.seek(SeekFrom::Start(offset))?;
-        std::io::Write::write_all(&mut writer, bytes)
-    }
+    directory.end_of_entries = cd_offset;
+    Ok(new_len)
 }
 
 fn encode_record(out: &mut Vec<u8>, e: &DirEntry) {

@@ -19,20 +19,6 @@ fn run_with_writer(dir: &Path, run_id: &str, options: WriterOptions) -> (KitRun,
     (KitRun::new(host, bus, run_id), path)
 }
 
-/// The archive through the `zip` crate's own reader, taken under the shared lock as the kit's
-/// readers take it: a commit's two halves (entries at the flush, the directory just after) are
-/// made under the writer's exclusive lock, and a reader without the lock could open the file
-/// between them.
-fn zip_of(path: &Path) -> zip::ZipArchive<File> {
-    let mut lock_path = path.as_os_str().to_owned();
-    lock_path.push(".lock");
-    let lock = File::open(&lock_path).unwrap();
-    lock.lock_shared().unwrap();
-    let zip = zip::ZipArchive::new(File::open(path).unwrap()).expect("a valid zip");
-    drop(lock);
-    zip
-}
-
 fn run_test(run: &KitRun, name: &str, requests: usize, outcome: TestOutcome) -> TestId {
     let ctx = run.begin_test(TestStarted::new(name).with_application(Some("orders".into())));
     // As the test runner does: the start is durable before the body runs.
@@ -119,14 +105,13 @@ fn every_test_reads_back_with_its_outcome_and_events() {
     assert_eq!(reader.salvage(), None);
 }
 
-/// Under the readers' lock, a valid zip after every test: no salvage needed.
 #[test]
 fn between_tests_the_archive_opens_with_the_zip_crates_normal_reader() {
     let dir = tempfile::tempdir().unwrap();
     let (run, path) = run_with_writer(dir.path(), "r2", WriterOptions::default());
     for i in 0..5 {
         run_test(&run, &format!("t{i}"), 2, TestOutcome::Passed);
-        let mut zip = zip_of(&path);
+        let mut zip = zip::ZipArchive::new(File::open(&path).unwrap()).expect("a valid zip after every test");
         // mimetype, manifest, and two segments (start, end) per finished test.
         assert_eq!(zip.len(), 2 + 2 * (i + 1));
         let mut mime = String::new();
@@ -186,7 +171,7 @@ fn writers_in_many_processes_share_one_archive() {
     assert_eq!(names, expected, "each test exactly once");
     let reader = ArchiveReader::open(&paths[0]).unwrap();
     assert_eq!(reader.runs().len(), 1);
-    let zip = zip_of(&paths[0]);
+    let zip = zip::ZipArchive::new(File::open(&paths[0]).unwrap()).unwrap();
     let manifests = zip
         .file_names()
         .filter(|n| n.as_ref().unwrap().ends_with("manifest.json"))
@@ -282,7 +267,7 @@ fn large_attachments_become_deduplicated_blobs() {
         })
         .unwrap();
     assert_eq!(reader.blob(&sha).unwrap(), body);
-    let zip = zip_of(&path);
+    let zip = zip::ZipArchive::new(File::open(&path).unwrap()).unwrap();
     assert_eq!(
         zip.file_names()
             .filter(|n| n.as_ref().unwrap().starts_with("blobs/"))
@@ -308,7 +293,7 @@ fn small_attachments_stay_in_their_event_as_text_or_base64() {
     );
     ctx.finish(TestOutcome::Passed).unwrap();
 
-    let mut zip = zip_of(&path);
+    let mut zip = zip::ZipArchive::new(File::open(&path).unwrap()).unwrap();
     let names: Vec<String> = zip.file_names().map(|n| n.unwrap().into_owned()).collect();
     assert!(!names.iter().any(|n| n.starts_with("blobs/")), "{names:?}");
     // The text reads as itself in the segment; the binary as base64.
@@ -341,67 +326,13 @@ fn small_attachments_stay_in_their_event_as_text_or_base64() {
     assert_eq!(attachments[1].content.size(), 5);
 }
 
-/// A flush makes the test durable before the directory is rewritten (the bus rewrites it after
-/// answering the flush): a process killed in between leaves a file a reader salvages, with the
-/// test in it. `after_flush` then leaves a valid zip.
-#[test]
-fn a_test_is_durable_at_flush_before_the_directory_is_rewritten() {
-    // Real events of a real test, recorded, then fed to a writer by hand to stop between the
-    // two halves of its commit.
-    let recording = RecordingCollector::new();
-    let run_id = RunId::new("halves").unwrap();
-    let run = KitRun::new(
-        KitBuilder::new(Configuration::new()).build().unwrap().host,
-        Bus::builder().collector(recording.clone()).start(),
-        run_id.clone(),
-    );
-    for name in ["first", "second"] {
-        let ctx = run.begin_test(TestStarted::new(name));
-        ctx.observe(None, Observation::new("x", Attributes::new().with("k", name)));
-        ctx.finish(TestOutcome::Passed).unwrap();
-    }
-    let events = recording.events();
-    let second_starts = events
-        .iter()
-        .position(|e| matches!(&e.kind, EventKind::TestStarted(t) if t.name == "second"))
-        .unwrap();
-
-    let dir = tempfile::tempdir().unwrap();
-    let mut writer = ArchiveWriter::create(dir.path(), RunManifest::new(run_id, "cargo-test")).unwrap();
-    let path = writer.path().to_owned();
-    for event in &events[..second_starts] {
-        writer.on_event(event);
-    }
-    writer.flush().unwrap();
-    writer.after_flush().unwrap();
-    for event in &events[second_starts..] {
-        writer.on_event(event);
-    }
-    writer.flush().unwrap();
-
-    // Killed here: the file on disk is what a reader gets.
-    let killed = dir.path().join("killed.kittrace");
-    std::fs::copy(&path, &killed).unwrap();
-    let mut reader = ArchiveReader::open(&killed).unwrap();
-    assert!(reader.salvage().is_some(), "the directory is not written yet");
-    let names: Vec<String> = reader.tests().map(|t| t.unwrap().name).collect();
-    assert_eq!(names, ["first", "second"]);
-
-    writer.after_flush().unwrap();
-    let mut reader = ArchiveReader::open(&path).unwrap();
-    assert_eq!(reader.salvage(), None);
-    assert_eq!(reader.tests().count(), 2);
-    let zip = zip_of(&path);
-    assert_eq!(zip.len(), 4, "mimetype, manifest and a segment per test");
-}
-
 #[test]
 fn a_long_test_commits_intermediate_segments_and_reads_back_whole() {
     let dir = tempfile::tempdir().unwrap();
     let options = WriterOptions::default().with_segment_limit(4 * 1024);
     let (run, path) = run_with_writer(dir.path(), "r7", options);
     run_test(&run, "long", 200, TestOutcome::Passed);
-    let zip = zip_of(&path);
+    let zip = zip::ZipArchive::new(File::open(&path).unwrap()).unwrap();
     let segments = zip
         .file_names()
         .filter(|n| n.as_ref().unwrap().ends_with(".jsonl"))
