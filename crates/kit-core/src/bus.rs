@@ -76,6 +76,11 @@ const NAP: Duration = Duration::from_micros(100);
 /// quiet), so an idle process does not tick.
 const NAPS_BEFORE_SLEEP: u32 = 200;
 
+/// The most messages already queued behind a flush someone waits for that join it (see
+/// `dispatch`): enough to gather the flushes of tests ending together, few enough that the
+/// first of them waits well under a millisecond more.
+const GROUP_LIMIT: usize = 256;
+
 /// How long a requested flush may wait for a flush someone waits for (default): a test that
 /// ends within this of its start is committed once, start and end together.
 const REQUESTED_FLUSH_DELAY: Duration = Duration::from_millis(50);
@@ -432,6 +437,17 @@ fn next_message(
     }
 }
 
+/// Hands one event to every collector.
+fn deliver(slots: &mut [Slot], errors: &mut Vec<CollectorError>, stats: &Counters, event: &Event) {
+    for slot in slots.iter_mut() {
+        slot.guarded(errors, |c| {
+            c.on_event(event);
+            Ok(())
+        });
+    }
+    stats.dispatched.fetch_add(1, Ordering::Relaxed);
+}
+
 fn dispatch(
     rx: Receiver<Message>,
     mut slots: Vec<Slot>,
@@ -454,30 +470,47 @@ fn dispatch(
     let mut empty_naps = 0;
     // When the oldest requested flush not yet covered by a flush must happen.
     let mut due: Option<Instant> = None;
-    while let Some(message) = next_message(&rx, wake, &mut empty_naps, due) {
+    // A message taken off the queue while gathering a flush, to handle next.
+    let mut held: Option<Message> = None;
+    while let Some(message) = held
+        .take()
+        .or_else(|| next_message(&rx, wake, &mut empty_naps, due))
+    {
         match message {
-            Message::Event(event) => {
-                for slot in &mut slots {
-                    slot.guarded(&mut errors, |c| {
-                        c.on_event(&event);
-                        Ok(())
-                    });
-                }
-                stats.dispatched.fetch_add(1, Ordering::Relaxed);
-            }
+            Message::Event(event) => deliver(&mut slots, &mut errors, stats, &event),
             Message::Flush(None) if !requested_flush_delay.is_zero() => {
                 due.get_or_insert_with(|| Instant::now() + requested_flush_delay);
             }
-            Message::Flush(reply) => {
+            Message::Flush(Some(reply)) => {
+                // Group commit: what is already queued behind this flush joins it (events
+                // delivered, waiters gathered), and one flush of the collectors answers every
+                // waiter. Tests that end together then cost one archive commit, not one each.
+                let mut waiters = vec![reply];
+                for _ in 0..GROUP_LIMIT {
+                    match rx.try_recv() {
+                        Ok(Message::Event(event)) => deliver(&mut slots, &mut errors, stats, &event),
+                        Ok(Message::Flush(Some(reply))) => waiters.push(reply),
+                        // Covered by this flush.
+                        Ok(Message::Flush(None)) => {}
+                        Ok(other) => {
+                            held = Some(other);
+                            break;
+                        }
+                        Err(_) => break,
+                    }
+                }
                 due = None;
                 flush(&mut slots, &mut errors);
-                // The flusher may have timed out and gone; nothing else to do then. Without a
-                // flusher, the errors wait for the next flush.
-                if let Some(reply) = reply {
-                    let _ = reply.send(std::mem::take(&mut errors));
+                let errors = std::mem::take(&mut errors);
+                // Every waiter hears of the failures; the first gets the errors themselves. A
+                // waiter may have timed out and gone; nothing else to do then.
+                for reply in &waiters[1..] {
+                    let _ = reply.send(errors.iter().map(CollectorError::duplicate).collect());
                 }
+                let _ = waiters[0].send(errors);
             }
-            Message::FlushDue => {
+            Message::Flush(None) | Message::FlushDue => {
+                // Without a waiter, the errors wait for the next flush.
                 due = None;
                 flush(&mut slots, &mut errors);
             }
@@ -499,6 +532,7 @@ mod tests {
     use super::*;
     use crate::collector::RecordingCollector;
     use crate::event::*;
+    use std::sync::Mutex;
     use std::time::Instant;
 
     fn event(test: TestId, sequence: u64) -> Event {
@@ -795,6 +829,58 @@ mod tests {
                 requested.elapsed()
             );
         }
+    }
+
+    /// Holds the dispatcher on its first event, so what is sent meanwhile queues up.
+    struct SlowFirst(Arc<AtomicU64>, Arc<AtomicU64>, Arc<Mutex<Vec<u64>>>);
+    impl Collector for SlowFirst {
+        fn on_event(&mut self, _: &Event) {
+            if self.0.fetch_add(1, Ordering::SeqCst) == 0 {
+                thread::sleep(Duration::from_millis(300));
+            }
+        }
+        fn flush(&mut self) -> Result<(), CollectorError> {
+            self.1.fetch_add(1, Ordering::SeqCst);
+            self.2.lock().unwrap().push(self.0.load(Ordering::SeqCst));
+            Ok(())
+        }
+    }
+
+    /// Flushes queued together are answered by one flush of the collectors; each returns only
+    /// once its own events were handled, and each hears of a collector's failure.
+    #[test]
+    fn flushes_queued_together_share_one_collector_flush() {
+        let (seen, flushes) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let at_flush = Arc::new(Mutex::new(Vec::new()));
+        let bus = Bus::builder()
+            .collector(SlowFirst(
+                Arc::clone(&seen),
+                Arc::clone(&flushes),
+                Arc::clone(&at_flush),
+            ))
+            .collector(Panics)
+            .start();
+        bus.publish(event(TestId::generate(), 0)).unwrap();
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                let bus = bus.clone();
+                thread::spawn(move || {
+                    bus.publish(event(TestId::generate(), 0)).unwrap();
+                    bus.flush()
+                })
+            })
+            .collect();
+        for thread in threads {
+            let err = thread.join().unwrap().unwrap_err();
+            assert!(err.to_string().contains("collector bug"), "{err}");
+        }
+        assert_eq!(seen.load(Ordering::SeqCst), 9);
+        assert_eq!(
+            *at_flush.lock().unwrap(),
+            vec![9],
+            "one flush, after all nine events"
+        );
+        assert_eq!(flushes.load(Ordering::SeqCst), 1);
     }
 
     #[test]

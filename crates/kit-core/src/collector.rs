@@ -221,6 +221,14 @@ impl CollectorError {
     pub fn collector(&self) -> &str {
         &self.collector
     }
+
+    /// The same failure for another waiter of a grouped flush (the source kept as its message).
+    pub(crate) fn duplicate(&self) -> Self {
+        CollectorError {
+            collector: self.collector.clone(),
+            source: self.source.to_string().into(),
+        }
+    }
 }
 
 impl fmt::Display for CollectorError {
