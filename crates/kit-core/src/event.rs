@@ -471,6 +471,29 @@ impl Serialize for EventKind {
     }
 }
 
+/// Reads `{"kind": value}`, the shape of an event's kind and of an attachment's content: `read`
+/// reads the value of a key it knows, or returns `None` for a key it does not, whose value is
+/// then skipped and the key given back as `Err`. Keys after the first are ignored, like unknown
+/// fields: a newer writer may add them.
+fn one_key_object<'de, A: MapAccess<'de>, T>(
+    mut map: A,
+    what: &str,
+    read: impl FnOnce(&str, &mut A) -> Result<Option<T>, A::Error>,
+) -> Result<Result<T, String>, A::Error> {
+    let Some(key) = map.next_key::<Cow<'de, str>>()? else {
+        return Err(de::Error::custom(format!("{what} object is empty")));
+    };
+    let value = match read(&key, &mut map)? {
+        Some(value) => Ok(value),
+        None => {
+            map.next_value::<IgnoredAny>()?;
+            Err(key.into_owned())
+        }
+    };
+    while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+    Ok(value)
+}
+
 impl<'de> Deserialize<'de> for EventKind {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct KindVisitor;
@@ -479,27 +502,19 @@ impl<'de> Deserialize<'de> for EventKind {
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("an object with one key naming the event kind")
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<EventKind, A::Error> {
-                let Some(key) = map.next_key::<Cow<'de, str>>()? else {
-                    return Err(de::Error::custom("event kind object is empty"));
-                };
-                let kind = match &*key {
-                    "test_started" => EventKind::TestStarted(map.next_value()?),
-                    "test_finished" => EventKind::TestFinished(map.next_value()?),
-                    "operation_started" => EventKind::OperationStarted(map.next_value()?),
-                    "operation_ended" => EventKind::OperationEnded(map.next_value()?),
-                    "observation" => EventKind::Observation(map.next_value()?),
-                    "attachment" => EventKind::Attachment(map.next_value()?),
-                    other => {
-                        map.next_value::<IgnoredAny>()?;
-                        EventKind::Unknown {
-                            kind: other.to_owned(),
-                        }
-                    }
-                };
-                // A newer writer may add keys beside the kind; they are ignored like unknown fields.
-                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(kind)
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<EventKind, A::Error> {
+                one_key_object(map, "event kind", |key, map| {
+                    Ok(Some(match key {
+                        "test_started" => EventKind::TestStarted(map.next_value()?),
+                        "test_finished" => EventKind::TestFinished(map.next_value()?),
+                        "operation_started" => EventKind::OperationStarted(map.next_value()?),
+                        "operation_ended" => EventKind::OperationEnded(map.next_value()?),
+                        "observation" => EventKind::Observation(map.next_value()?),
+                        "attachment" => EventKind::Attachment(map.next_value()?),
+                        _ => return Ok(None),
+                    }))
+                })
+                .map(|kind| kind.unwrap_or_else(|other| EventKind::Unknown { kind: other }))
             }
         }
         deserializer.deserialize_map(KindVisitor)
@@ -822,34 +837,28 @@ impl<'de> Deserialize<'de> for AttachmentContent {
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("an object with one key naming the kind of content")
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<AttachmentContent, A::Error> {
-                let Some(key) = map.next_key::<Cow<'de, str>>()? else {
-                    return Err(de::Error::custom("attachment content object is empty"));
-                };
-                let content = match &*key {
-                    "text" => AttachmentContent::Inline(Arc::from(map.next_value::<String>()?.into_bytes())),
-                    "inline" => {
-                        use base64::Engine as _;
-                        let text = map.next_value::<Cow<'de, str>>()?;
-                        let bytes = base64::engine::general_purpose::STANDARD
-                            .decode(text.as_bytes())
-                            .map_err(de::Error::custom)?;
-                        AttachmentContent::Inline(Arc::from(bytes))
-                    }
-                    "blob" => {
-                        let BlobWire { sha256, size } = map.next_value()?;
-                        AttachmentContent::Blob { sha256, size }
-                    }
-                    other => {
-                        map.next_value::<IgnoredAny>()?;
-                        AttachmentContent::Unknown {
-                            kind: other.to_owned(),
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<AttachmentContent, A::Error> {
+                one_key_object(map, "attachment content", |key, map| {
+                    Ok(Some(match key {
+                        "text" => {
+                            AttachmentContent::Inline(Arc::from(map.next_value::<String>()?.into_bytes()))
                         }
-                    }
-                };
-                // A newer writer may add keys beside the kind; they are ignored like unknown fields.
-                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(content)
+                        "inline" => {
+                            use base64::Engine as _;
+                            let text = map.next_value::<Cow<'de, str>>()?;
+                            let bytes = base64::engine::general_purpose::STANDARD
+                                .decode(text.as_bytes())
+                                .map_err(de::Error::custom)?;
+                            AttachmentContent::Inline(Arc::from(bytes))
+                        }
+                        "blob" => {
+                            let BlobWire { sha256, size } = map.next_value()?;
+                            AttachmentContent::Blob { sha256, size }
+                        }
+                        _ => return Ok(None),
+                    }))
+                })
+                .map(|content| content.unwrap_or_else(|other| AttachmentContent::Unknown { kind: other }))
             }
         }
         d.deserialize_map(ContentVisitor)
