@@ -18,9 +18,10 @@
 
 use std::error::Error as StdError;
 use std::fmt;
+use std::rc::Rc;
 
 use http::StatusCode;
-use kit_core::json::{JsonPathError, JsonShapeMismatchError, ShapeMismatch, ShapeOptions, match_shape};
+use kit_core::json::{JsonPathError, JsonShapeMismatchError, PreparedShape, ShapeMismatch, ShapeOptions};
 use kit_core::{Attachment, Attributes, Observation, OperationStarted, OperationStatus, semconv};
 use serde::Serialize;
 
@@ -525,10 +526,23 @@ impl RestResponse {
 
     /// Matches the body against `shape`, records `assert.json.shape` (and, on a match,
     /// `http.contract.shape`), attaches the shape when asked to, and fails on a mismatch.
-    pub(crate) fn shape_check(&self, shape: serde_json::Value, target_type: &str, options: &ShapeOptions) {
+    ///
+    /// `text` is the shape serialized; `value` makes its tree when the last shape on this
+    /// thread was another one.
+    pub(crate) fn shape_check(
+        &self,
+        text: &str,
+        value: impl FnOnce() -> Result<serde_json::Value, String>,
+        target_type: &str,
+        options: &ShapeOptions,
+    ) {
+        let shape = match prepared_shape(text, value) {
+            Ok(shape) => shape,
+            Err(e) => self.shape_does_not_serialize(&e),
+        };
         let sanitizer = settings::sanitizer(self.context());
         let report = match self.body() {
-            Body::Json(actual) => match_shape(&shape, actual, options),
+            Body::Json(actual) => shape.matches(actual, options),
             other => {
                 let reason = match other {
                     Body::Empty => "the response body is empty".to_owned(),
@@ -569,7 +583,7 @@ impl RestResponse {
                 }
             })
             .collect();
-        let shown = shown_shape(&sanitizer, shape.to_string());
+        let shown = shown_shape(&sanitizer, text);
         let shown_shape = shown.compact.clone();
         let matched = mismatches.is_empty();
         let bullets: Vec<String> = mismatches.iter().map(ToString::to_string).collect();
@@ -648,7 +662,6 @@ impl RestResponse {
     }
 }
 
-/// The last member name of a mismatch path (`$.a.password` → `password`).
 /// An expected shape as the trace shows it: sanitized once, and laid out for the attachment by
 /// re-indenting the sanitized text, so the pretty form cannot show anything the compact one
 /// redacted.
@@ -664,27 +677,54 @@ impl ShownShape {
     }
 }
 
-/// The last shape sanitized on this thread, with the sanitizer (a clone: it keeps the rules
-/// and registry alive, so an address cannot be reused under it) and how many secrets its
-/// registry knew. A test asserts the same shape request after request; sanitizing it again is
-/// a tenth of an assertion.
+/// The last shape asserted on this thread: its text, the shape prepared for matching (its
+/// matchers parsed once), and, once sanitized, how the trace shows it, with the sanitizer that
+/// sanitized it (a clone: it keeps the rules and registry alive, so an address cannot be reused
+/// under it) and how many secrets that registry knew. A test asserts the same shape request
+/// after request; serializing, sanitizing and parsing it again was a fifth of an assertion.
 struct LastShape {
     text: String,
-    sanitizer: kit_core::redact::Sanitizer,
-    known_secrets: usize,
-    shown: ShownShape,
+    prepared: Rc<PreparedShape>,
+    shown: Option<(kit_core::redact::Sanitizer, usize, ShownShape)>,
 }
 
 thread_local! {
     static LAST_SHAPE: std::cell::RefCell<Option<LastShape>> = const { std::cell::RefCell::new(None) };
 }
 
-fn shown_shape(sanitizer: &kit_core::redact::Sanitizer, text: String) -> ShownShape {
+/// The shape whose text is `text`, prepared: the last one on this thread if it had this text,
+/// else made from `value`.
+fn prepared_shape(
+    text: &str,
+    value: impl FnOnce() -> Result<serde_json::Value, String>,
+) -> Result<Rc<PreparedShape>, String> {
+    let hit = LAST_SHAPE.with_borrow(|last| {
+        last.as_ref()
+            .filter(|l| l.text == text)
+            .map(|l| Rc::clone(&l.prepared))
+    });
+    if let Some(prepared) = hit {
+        return Ok(prepared);
+    }
+    let prepared = Rc::new(PreparedShape::new(value()?));
+    LAST_SHAPE.set(Some(LastShape {
+        text: text.to_owned(),
+        prepared: Rc::clone(&prepared),
+        shown: None,
+    }));
+    Ok(prepared)
+}
+
+/// How the trace shows the shape whose text is `text`: sanitized by `sanitizer`, or the last
+/// shape's if it had this text, this sanitizer, and no secret was learnt since.
+fn shown_shape(sanitizer: &kit_core::redact::Sanitizer, text: &str) -> ShownShape {
     let known_secrets = sanitizer.secrets().len();
     let hit = LAST_SHAPE.with_borrow(|last| {
         last.as_ref()
-            .filter(|l| l.text == text && l.known_secrets == known_secrets && l.sanitizer.is_same(sanitizer))
-            .map(|l| l.shown.clone())
+            .filter(|l| l.text == text)
+            .and_then(|l| l.shown.as_ref())
+            .filter(|(by, known, _)| *known == known_secrets && by.is_same(sanitizer))
+            .map(|(_, _, shown)| shown.clone())
     });
     if let Some(shown) = hit {
         return shown;
@@ -693,13 +733,12 @@ fn shown_shape(sanitizer: &kit_core::redact::Sanitizer, text: String) -> ShownSh
         compact: sanitizer.body(Some("application/json"), text.as_bytes()),
         pretty: Default::default(),
     };
-    LAST_SHAPE.set(Some(LastShape {
-        text,
-        sanitizer: sanitizer.clone(),
-        // What sanitizing remembered (a value under a sensitive name) is known from now on.
-        known_secrets: sanitizer.secrets().len(),
-        shown: shown.clone(),
-    }));
+    LAST_SHAPE.with_borrow_mut(|last| {
+        if let Some(last) = last.as_mut().filter(|l| l.text == text) {
+            // What sanitizing remembered (a value under a sensitive name) is known from now on.
+            last.shown = Some((sanitizer.clone(), sanitizer.secrets().len(), shown.clone()));
+        }
+    });
     shown
 }
 
@@ -768,25 +807,24 @@ fn pretty_json(compact: &str) -> String {
     out
 }
 
+/// The last member name of a mismatch path (`$.a.password` → `password`).
 fn last_member(path: &str) -> Option<&str> {
     let last = path.rsplit(['.', '[']).next()?;
     let name = last.trim_end_matches(']').trim_matches('"');
     (!name.is_empty() && !name.bytes().all(|b| b.is_ascii_digit())).then_some(name)
 }
 
-fn serialize_shape(response: &RestResponse, shape: impl Serialize) -> serde_json::Value {
-    match serde_json::to_value(shape) {
-        Ok(value) => value,
-        Err(e) => {
-            let message = response.finish_message(
-                format!(
-                    "{} - The shape does not serialize to JSON: {e}",
-                    response.request_label()
-                ),
-                false,
-            );
-            std::panic::panic_any(RestAssertionError::new(message, None))
-        }
+impl RestResponse {
+    /// Fails the assertion of a shape that does not serialize to JSON.
+    pub(crate) fn shape_does_not_serialize(&self, error: &str) -> ! {
+        let message = self.finish_message(
+            format!(
+                "{} - The shape does not serialize to JSON: {error}",
+                self.request_label()
+            ),
+            false,
+        );
+        std::panic::panic_any(RestAssertionError::new(message, None))
     }
 }
 
@@ -872,9 +910,19 @@ impl<'r> RestShouldAssertions<'r> {
     /// The body matches `shape` under `options`.
     #[track_caller]
     pub fn match_shape_with<S: Serialize>(self, shape: S, options: &ShapeOptions) -> Self {
-        let value = serialize_shape(self.response, shape);
+        let text = match serde_json::to_string(&shape) {
+            Ok(text) => text,
+            Err(e) => self.response.shape_does_not_serialize(&e.to_string()),
+        };
+        // The tree is parsed back from the text (deeper than serde_json's parser goes: made
+        // from the shape itself) only when the last shape on this thread was another one.
+        let value = || {
+            serde_json::from_str(&text)
+                .or_else(|_| serde_json::to_value(&shape))
+                .map_err(|e| e.to_string())
+        };
         self.response
-            .shape_check(value, std::any::type_name::<S>(), options);
+            .shape_check(&text, value, std::any::type_name::<S>(), options);
         self
     }
 }

@@ -358,17 +358,11 @@ impl PendingRequest {
         async move {
             let response = self.await;
             match shape {
-                Ok(shape) => response.shape_check(shape, target, &options),
-                Err(e) => {
-                    let message = response.finish_message(
-                        format!(
-                            "{} - The shape does not serialize to JSON: {e}",
-                            response.request_label()
-                        ),
-                        false,
-                    );
-                    std::panic::panic_any(crate::RestAssertionError::new(message, None))
+                Ok(shape) => {
+                    let text = shape.to_string();
+                    response.shape_check(&text, move || Ok(shape), target, &options);
                 }
+                Err(e) => response.shape_does_not_serialize(&e),
             }
             response
         }

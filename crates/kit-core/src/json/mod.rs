@@ -9,7 +9,9 @@ mod shape;
 pub use bind::bind;
 pub use matchers::{IntoNumber, MATCHER_KEY, Matcher, json_value};
 pub use path::{JsonPath, JsonPathError, PathSegment, fold_indices, push_member};
-pub use shape::{JsonShapeMismatchError, ShapeMismatch, ShapeOptions, ShapeReport, match_shape};
+pub use shape::{
+    JsonShapeMismatchError, PreparedShape, ShapeMismatch, ShapeOptions, ShapeReport, match_shape,
+};
 
 #[cfg(test)]
 mod tests;

@@ -464,11 +464,65 @@ fn kind_of(value: &Value) -> &'static str {
 /// assert_eq!(exact.mismatches[0].to_string(), "[$.id]: values differ. (Expected: 8, Actual: 7)");
 /// ```
 pub fn match_shape(shape: &Value, actual: &Value, options: &ShapeOptions) -> ShapeReport {
+    walk(shape, actual, options, Rc::default())
+}
+
+fn walk(shape: &Value, actual: &Value, options: &ShapeOptions, matchers: Rc<MatcherCache>) -> ShapeReport {
     let mut walk = Walk {
         options,
         report: ShapeReport::default(),
-        matchers: Rc::default(),
+        matchers,
     };
     walk.node("$", shape, actual);
     walk.report
+}
+
+/// A shape to match many times: the matchers in it are parsed at their first use and kept,
+/// where [`match_shape`] parses them on every call. A test that asserts one shape request
+/// after request keeps one of these. Not `Send`: it is meant for one thread.
+///
+/// ```
+/// use kit_core::json::{PreparedShape, ShapeOptions, json_value};
+/// use serde_json::json;
+///
+/// let shape = PreparedShape::new(json!({ "id": json_value::greater_than(0) }));
+/// for id in 1..=3 {
+///     assert!(shape.matches(&json!({ "id": id }), &ShapeOptions::default()).is_match());
+/// }
+/// assert!(!shape.matches(&json!({ "id": 0 }), &ShapeOptions::default()).is_match());
+/// ```
+pub struct PreparedShape {
+    shape: Value,
+    /// Keyed by the addresses of matcher values inside `shape` (held on the heap by its maps
+    /// and arrays, so they do not move with this struct) and inside `each` shapes the parsed
+    /// matchers own.
+    matchers: Rc<MatcherCache>,
+}
+
+impl PreparedShape {
+    /// Prepares `shape`.
+    pub fn new(shape: Value) -> Self {
+        PreparedShape {
+            shape,
+            matchers: Rc::default(),
+        }
+    }
+
+    /// The shape.
+    pub fn shape(&self) -> &Value {
+        &self.shape
+    }
+
+    /// Matches `actual` against the shape, as [`match_shape`] does.
+    pub fn matches(&self, actual: &Value, options: &ShapeOptions) -> ShapeReport {
+        walk(&self.shape, actual, options, Rc::clone(&self.matchers))
+    }
+}
+
+impl std::fmt::Debug for PreparedShape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PreparedShape")
+            .field("shape", &self.shape)
+            .finish_non_exhaustive()
+    }
 }
