@@ -688,6 +688,9 @@ struct LastShape {
     shown: Option<(kit_core::redact::Sanitizer, usize, ShownShape)>,
 }
 
+/// The largest shape (as JSON text) a thread keeps for its next assertion.
+const MAX_KEPT_SHAPE_BYTES: usize = 64 * 1024;
+
 thread_local! {
     static LAST_SHAPE: std::cell::RefCell<Option<LastShape>> = const { std::cell::RefCell::new(None) };
 }
@@ -707,11 +710,13 @@ fn prepared_shape(
         return Ok(prepared);
     }
     let prepared = Rc::new(PreparedShape::new(value()?));
-    LAST_SHAPE.set(Some(LastShape {
+    // A thread keeps its last shape until its next assertion: not a large one.
+    let kept = (text.len() <= MAX_KEPT_SHAPE_BYTES).then(|| LastShape {
         text: text.to_owned(),
         prepared: Rc::clone(&prepared),
         shown: None,
-    }));
+    });
+    LAST_SHAPE.set(kept);
     Ok(prepared)
 }
 
