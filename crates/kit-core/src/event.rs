@@ -391,6 +391,8 @@ mod duration_ns {
     }
 }
 
+mod json_line;
+
 // === the envelope ===
 
 /// One event: the envelope every producer fills and every collector reads.

@@ -1,0 +1,372 @@
+//! An event as one line of JSON, written by hand for the archive writer's hot path.
+//!
+//! The archive writer serializes every event it receives. Through serde, most of that time was
+//! serde_json's string escaping, which looks at every byte of every string (ids included) and
+//! writes each escape and each run between escapes separately; response bodies, in two copies
+//! per request, are full of quotes. Here strings are scanned eight bytes at a time and copied
+//! in runs. The output is byte for byte what `serde_json::to_writer` writes (a property test
+//! holds the two together); the kinds that are rare on the hot path (a test's start and end,
+//! unknown kinds) and every non-string attribute value still go through serde.
+
+use super::{AttachmentContent, AttributeValue, Attributes, Event, EventId, EventKind, OperationStatus};
+
+impl Event {
+    /// Appends the event as JSON: the same bytes as `serde_json::to_writer`, written faster
+    /// (the archive writer writes every event this way).
+    ///
+    /// ```
+    /// use kit_core::{Attributes, Observation, event::*};
+    ///
+    /// let event = Event {
+    ///     run_id: RunId::new("run").unwrap(),
+    ///     test_id: TestId::generate(),
+    ///     id: EventId::generate(),
+    ///     parent_id: None,
+    ///     sequence: 1,
+    ///     timestamp: Timestamp::now(),
+    ///     kind: EventKind::Observation(Observation::new("x", Attributes::new().with("body", "{\"a\":1}"))),
+    /// };
+    /// let mut line = Vec::new();
+    /// event.write_json(&mut line);
+    /// assert_eq!(line, serde_json::to_vec(&event).unwrap());
+    /// ```
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"{\"run_id\":");
+        string(out, self.run_id.as_str());
+        out.extend_from_slice(b",\"test_id\":\"");
+        let mut buf = uuid::Uuid::encode_buffer();
+        out.extend_from_slice(
+            uuid::Uuid::from_u128(self.test_id.as_u128())
+                .hyphenated()
+                .encode_lower(&mut buf)
+                .as_bytes(),
+        );
+        out.extend_from_slice(b"\",\"id\":");
+        event_id(out, self.id);
+        out.extend_from_slice(b",\"parent_id\":");
+        match self.parent_id {
+            Some(id) => event_id(out, id),
+            None => out.extend_from_slice(b"null"),
+        }
+        out.extend_from_slice(b",\"sequence\":");
+        number(out, self.sequence);
+        out.extend_from_slice(b",\"timestamp\":");
+        number(out, self.timestamp.as_unix_nanos());
+        out.extend_from_slice(b",\"kind\":");
+        kind(out, &self.kind);
+        out.push(b'}');
+    }
+}
+
+fn kind(out: &mut Vec<u8>, kind: &EventKind) {
+    match kind {
+        EventKind::OperationStarted(op) => {
+            out.extend_from_slice(b"{\"operation_started\":{\"name\":");
+            string(out, &op.name);
+            out.extend_from_slice(b",\"display_name\":");
+            string(out, &op.display_name);
+            if let Some(entity) = &op.entity {
+                out.extend_from_slice(b",\"entity\":");
+                string(out, entity);
+            }
+            attributes(out, &op.attributes);
+            out.extend_from_slice(b"}}");
+        }
+        EventKind::OperationEnded(op) => {
+            out.extend_from_slice(b"{\"operation_ended\":{\"operation\":");
+            event_id(out, op.operation);
+            out.extend_from_slice(b",\"status\":");
+            match &op.status {
+                OperationStatus::Ok => out.extend_from_slice(b"{\"status\":\"ok\"}"),
+                OperationStatus::Error { message } => {
+                    out.extend_from_slice(b"{\"status\":\"error\",\"message\":");
+                    string(out, message);
+                    out.push(b'}');
+                }
+            }
+            out.extend_from_slice(b",\"duration_ns\":");
+            number(out, u64::try_from(op.duration.as_nanos()).unwrap_or(u64::MAX));
+            attributes(out, &op.attributes);
+            out.extend_from_slice(b"}}");
+        }
+        EventKind::Observation(observation) => {
+            out.extend_from_slice(b"{\"observation\":{\"name\":");
+            string(out, &observation.name);
+            attributes(out, &observation.attributes);
+            out.extend_from_slice(b"}}");
+        }
+        EventKind::Attachment(attachment) => {
+            out.extend_from_slice(b"{\"attachment\":{\"name\":");
+            string(out, &attachment.name);
+            if let Some(description) = &attachment.description {
+                out.extend_from_slice(b",\"description\":");
+                string(out, description);
+            }
+            out.extend_from_slice(b",\"media_type\":");
+            string(out, &attachment.media_type);
+            out.extend_from_slice(b",\"content\":");
+            match &attachment.content {
+                AttachmentContent::Inline(bytes) => match std::str::from_utf8(bytes) {
+                    Ok(text) => {
+                        out.extend_from_slice(b"{\"text\":");
+                        string(out, text);
+                        out.push(b'}');
+                    }
+                    Err(_) => serde(out, &attachment.content),
+                },
+                content => serde(out, content),
+            }
+            out.extend_from_slice(b"}}");
+        }
+        // Once or twice per test, or never: serde's own output.
+        other => serde(out, other),
+    }
+}
+
+/// `,"attributes":{…}`, or nothing for none (serde skips an empty list).
+fn attributes(out: &mut Vec<u8>, attributes: &Attributes) {
+    if attributes.is_empty() {
+        return;
+    }
+    out.extend_from_slice(b",\"attributes\":{");
+    for (i, (key, value)) in attributes.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        string(out, key);
+        out.push(b':');
+        match value {
+            AttributeValue::Str(s) => string(out, s),
+            AttributeValue::StrList(list) => {
+                out.push(b'[');
+                for (j, s) in list.iter().enumerate() {
+                    if j > 0 {
+                        out.push(b',');
+                    }
+                    string(out, s);
+                }
+                out.push(b']');
+            }
+            // Numbers and booleans exactly as serde_json formats them (floats above all).
+            other => serde(out, other),
+        }
+    }
+    out.push(b'}');
+}
+
+fn serde(out: &mut Vec<u8>, value: &impl serde::Serialize) {
+    // Our types serialize into a Vec without fail: no map has non-string keys.
+    let _ = serde_json::to_writer(&mut *out, value);
+}
+
+fn number(out: &mut Vec<u8>, n: u64) {
+    serde(out, &n);
+}
+
+fn event_id(out: &mut Vec<u8>, id: EventId) {
+    out.push(b'"');
+    let mut buf = [0u8; 16];
+    out.extend_from_slice(super::hex16(id.as_u64(), &mut buf).as_bytes());
+    out.push(b'"');
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// Whether any byte of `word` is below 0x20, a quote or a backslash (exact as a whole: a
+/// borrow can only mark a byte after one that really matches).
+fn needs_escape(word: u64) -> bool {
+    let below_space = word.wrapping_sub(ONES * 0x20) & !word;
+    let quote = word ^ (ONES * u64::from(b'"'));
+    let backslash = word ^ (ONES * u64::from(b'\\'));
+    let zero_in = |x: u64| x.wrapping_sub(ONES) & !x;
+    (below_space | zero_in(quote) | zero_in(backslash)) & HIGHS != 0
+}
+
+/// `text` as a JSON string, escaped as serde_json escapes it.
+fn string(out: &mut Vec<u8>, text: &str) {
+    let bytes = text.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    let mut start = 0; // first byte not yet copied
+    let mut i = 0;
+    while i < bytes.len() {
+        if let Some(chunk) = bytes.get(i..i + 8) {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            if !needs_escape(u64::from_le_bytes(word)) {
+                i += 8;
+                continue;
+            }
+        }
+        let byte = bytes[i];
+        let escape: &[u8] = match byte {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0x08 => b"\\b",
+            0x0c => b"\\f",
+            0x00..=0x1f => {
+                out.extend_from_slice(&bytes[start..i]);
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.extend_from_slice(b"\\u00");
+                out.push(HEX[usize::from(byte >> 4)]);
+                out.push(HEX[usize::from(byte & 0xf)]);
+                i += 1;
+                start = i;
+                continue;
+            }
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        out.extend_from_slice(&bytes[start..i]);
+        out.extend_from_slice(escape);
+        i += 1;
+        start = i;
+    }
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::event::*;
+    use proptest::prelude::*;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    fn event(kind: EventKind, parent: Option<u64>) -> Event {
+        Event {
+            run_id: RunId::new("0193a0b4-run_1.x").unwrap(),
+            test_id: TestId::generate(),
+            id: EventId::generate(),
+            parent_id: parent.and_then(|p| format!("{:016x}", p.max(1)).parse().ok()),
+            sequence: 7,
+            timestamp: Timestamp::now(),
+            kind,
+        }
+    }
+
+    fn same_as_serde(event: &Event) {
+        let mut line = Vec::new();
+        event.write_json(&mut line);
+        assert_eq!(
+            String::from_utf8(line).unwrap(),
+            serde_json::to_string(event).unwrap()
+        );
+    }
+
+    fn text() -> impl Strategy<Value = String> {
+        prop_oneof![
+            any::<String>(),
+            // JSON-ish text, dense in quotes, backslashes and control characters.
+            proptest::collection::vec(
+                prop_oneof![
+                    Just('"'),
+                    Just('\\'),
+                    Just('\n'),
+                    Just('\u{1}'),
+                    Just('\u{1f}'),
+                    Just('\u{7f}'),
+                    Just('é'),
+                    Just('{'),
+                    Just('a'),
+                    Just(' ')
+                ],
+                0..40
+            )
+            .prop_map(|chars| chars.into_iter().collect()),
+        ]
+    }
+
+    fn value() -> impl Strategy<Value = AttributeValue> {
+        prop_oneof![
+            text().prop_map(AttributeValue::Str),
+            any::<i64>().prop_map(AttributeValue::Int),
+            any::<f64>().prop_map(AttributeValue::Float),
+            any::<bool>().prop_map(AttributeValue::Bool),
+            proptest::collection::vec(text(), 0..3).prop_map(AttributeValue::StrList),
+        ]
+    }
+
+    fn attributes() -> impl Strategy<Value = Attributes> {
+        proptest::collection::vec(("[a-z.]{1,12}", value()), 0..4).prop_map(|pairs| {
+            pairs
+                .into_iter()
+                .fold(Attributes::new(), |attrs, (k, v)| attrs.with(k, v))
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn every_kind_is_written_as_serde_writes_it(
+            name in text(),
+            other in text(),
+            optional in proptest::option::of(text()),
+            attrs in attributes(),
+            bytes in proptest::collection::vec(any::<u8>(), 0..24),
+            nanos in any::<u64>(),
+            parent in proptest::option::of(any::<u64>()),
+        ) {
+            let mut started = OperationStarted::new(name.clone(), other.clone()).with_attributes(attrs.clone());
+            if let Some(entity) = &optional {
+                started = started.with_entity(entity.clone());
+            }
+            let status = match &optional {
+                Some(message) => OperationStatus::Error { message: message.clone() },
+                None => OperationStatus::Ok,
+            };
+            let ended = OperationEnded::new(EventId::generate(), status, Duration::from_nanos(nanos))
+                .with_attributes(attrs.clone());
+            let mut attachment = Attachment::new(name.clone(), other.clone(), bytes.clone());
+            if let Some(description) = &optional {
+                attachment = attachment.with_description(description.clone());
+            }
+            let text_attachment = Attachment::new(name.clone(), "application/json", other.clone().into_bytes());
+            let mut blob = attachment.clone();
+            blob.content = AttachmentContent::Blob { sha256: "ab".repeat(32), size: nanos };
+            let kinds = [
+                EventKind::OperationStarted(started),
+                EventKind::OperationEnded(ended),
+                EventKind::Observation(Observation::new(name.clone(), attrs)),
+                EventKind::Attachment(attachment),
+                EventKind::Attachment(text_attachment),
+                EventKind::Attachment(blob),
+                EventKind::TestStarted(TestStarted::new(name.clone()).with_application(optional.clone())),
+                EventKind::TestFinished(TestFinished {
+                    outcome: TestOutcome::Failed { message: other.clone() },
+                    duration: Duration::from_nanos(nanos),
+                }),
+                EventKind::Unknown { kind: name },
+            ];
+            for kind in kinds {
+                same_as_serde(&event(kind, parent));
+            }
+        }
+    }
+
+    #[test]
+    fn every_control_character_and_long_runs_are_escaped_as_serde_escapes_them() {
+        let all: String = (0u8..0x80).map(char::from).collect();
+        let long = format!("{}\"{}\\{}", "x".repeat(37), "y".repeat(8), all.repeat(3));
+        for text in [
+            all.as_str(),
+            long.as_str(),
+            "",
+            "12345678",
+            "1234567\"",
+            "\"1234567",
+        ] {
+            let observation = Observation::new("o", Attributes::new().with("t", text));
+            same_as_serde(&event(EventKind::Observation(observation), None));
+        }
+        let content = AttachmentContent::Inline(Arc::from(all.into_bytes()));
+        let mut attachment = Attachment::new("a", "text/plain", Vec::new());
+        attachment.content = content;
+        same_as_serde(&event(EventKind::Attachment(attachment), Some(3)));
+    }
+}
