@@ -173,58 +173,55 @@ fn event_id(out: &mut Vec<u8>, id: EventId) {
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGHS: u64 = 0x8080_8080_8080_8080;
 
-/// Whether any byte of `word` is below 0x20, a quote or a backslash (exact as a whole: a
-/// borrow can only mark a byte after one that really matches).
-fn needs_escape(word: u64) -> bool {
+/// The high bit of each byte of `word` that is below 0x20, a quote or a backslash. Exact up
+/// to the lowest such byte: a borrow can only mark bytes above one that really matches.
+fn escape_mask(word: u64) -> u64 {
     let below_space = word.wrapping_sub(ONES * 0x20) & !word;
     let quote = word ^ (ONES * u64::from(b'"'));
     let backslash = word ^ (ONES * u64::from(b'\\'));
     let zero_in = |x: u64| x.wrapping_sub(ONES) & !x;
-    (below_space | zero_in(quote) | zero_in(backslash)) & HIGHS != 0
+    (below_space | zero_in(quote) | zero_in(backslash)) & HIGHS
 }
 
 /// `text` as a JSON string, escaped as serde_json escapes it.
 fn string(out: &mut Vec<u8>, text: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let bytes = text.as_bytes();
     out.reserve(bytes.len() + 2);
     out.push(b'"');
     let mut start = 0; // first byte not yet copied
     let mut i = 0;
     while i < bytes.len() {
+        // Find the next byte to escape: a word at a time, then byte by byte for the tail.
         if let Some(chunk) = bytes.get(i..i + 8) {
             let mut word = [0u8; 8];
             word.copy_from_slice(chunk);
-            if !needs_escape(u64::from_le_bytes(word)) {
+            let mask = escape_mask(u64::from_le_bytes(word));
+            if mask == 0 {
                 i += 8;
                 continue;
             }
+            i += (mask.trailing_zeros() / 8) as usize;
+        } else if !matches!(bytes[i], 0x00..=0x1f | b'"' | b'\\') {
+            i += 1;
+            continue;
         }
+        out.extend_from_slice(&bytes[start..i]);
         let byte = bytes[i];
-        let escape: &[u8] = match byte {
-            b'"' => b"\\\"",
-            b'\\' => b"\\\\",
-            b'\n' => b"\\n",
-            b'\r' => b"\\r",
-            b'\t' => b"\\t",
-            0x08 => b"\\b",
-            0x0c => b"\\f",
-            0x00..=0x1f => {
-                out.extend_from_slice(&bytes[start..i]);
-                const HEX: &[u8; 16] = b"0123456789abcdef";
+        match byte {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            _ => {
                 out.extend_from_slice(b"\\u00");
                 out.push(HEX[usize::from(byte >> 4)]);
                 out.push(HEX[usize::from(byte & 0xf)]);
-                i += 1;
-                start = i;
-                continue;
             }
-            _ => {
-                i += 1;
-                continue;
-            }
-        };
-        out.extend_from_slice(&bytes[start..i]);
-        out.extend_from_slice(escape);
+        }
         i += 1;
         start = i;
     }
