@@ -8,6 +8,8 @@
 //! holds the two together); the kinds that are rare on the hot path (a test's start and end,
 //! unknown kinds) and every non-string attribute value still go through serde.
 
+use crate::json::swar::next_special;
+
 use super::{AttachmentContent, AttributeValue, Attributes, Event, EventId, EventKind, OperationStatus};
 
 impl Event {
@@ -170,19 +172,6 @@ fn event_id(out: &mut Vec<u8>, id: EventId) {
     out.push(b'"');
 }
 
-const ONES: u64 = 0x0101_0101_0101_0101;
-const HIGHS: u64 = 0x8080_8080_8080_8080;
-
-/// The high bit of each byte of `word` that is below 0x20, a quote or a backslash. Exact up
-/// to the lowest such byte: a borrow can only mark bytes above one that really matches.
-fn escape_mask(word: u64) -> u64 {
-    let below_space = word.wrapping_sub(ONES * 0x20) & !word;
-    let quote = word ^ (ONES * u64::from(b'"'));
-    let backslash = word ^ (ONES * u64::from(b'\\'));
-    let zero_in = |x: u64| x.wrapping_sub(ONES) & !x;
-    (below_space | zero_in(quote) | zero_in(backslash)) & HIGHS
-}
-
 /// `text` as a JSON string, escaped as serde_json escapes it.
 fn string(out: &mut Vec<u8>, text: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
@@ -191,20 +180,10 @@ fn string(out: &mut Vec<u8>, text: &str) {
     out.push(b'"');
     let mut start = 0; // first byte not yet copied
     let mut i = 0;
-    while i < bytes.len() {
-        // Find the next byte to escape: a word at a time, then byte by byte for the tail.
-        if let Some(chunk) = bytes.get(i..i + 8) {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            let mask = escape_mask(u64::from_le_bytes(word));
-            if mask == 0 {
-                i += 8;
-                continue;
-            }
-            i += (mask.trailing_zeros() / 8) as usize;
-        } else if !matches!(bytes[i], 0x00..=0x1f | b'"' | b'\\') {
-            i += 1;
-            continue;
+    loop {
+        i = next_special(bytes, i);
+        if i == bytes.len() {
+            break;
         }
         out.extend_from_slice(&bytes[start..i]);
         let byte = bytes[i];

@@ -6,6 +6,8 @@ mod matchers;
 mod path;
 mod shape;
 
+pub(crate) mod swar;
+
 pub use bind::bind;
 pub use matchers::{IntoNumber, MATCHER_KEY, Matcher, json_value};
 pub use path::{JsonPath, JsonPathError, PathSegment, fold_indices, push_member};

@@ -78,6 +78,8 @@ impl<'a> Scanner<'a> {
         let start = self.pos;
         self.pos += 1;
         loop {
+            // Straight to the next quote, backslash or control character.
+            self.pos = crate::json::swar::next_special(self.bytes, self.pos);
             match self.bytes.get(self.pos) {
                 None => return Err(NotJson),
                 Some(b'"') => break,

@@ -1,0 +1,53 @@
+//! Eight bytes at a time: finding the bytes a JSON string cannot hold as they are.
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// The high bit of each byte of `word` that is below 0x20, a quote or a backslash. Exact up
+/// to the lowest such byte: a borrow can only mark bytes above one that really matches.
+pub(crate) fn escape_mask(word: u64) -> u64 {
+    let below_space = word.wrapping_sub(ONES * 0x20) & !word;
+    let quote = word ^ (ONES * u64::from(b'"'));
+    let backslash = word ^ (ONES * u64::from(b'\\'));
+    let zero_in = |x: u64| x.wrapping_sub(ONES) & !x;
+    (below_space | zero_in(quote) | zero_in(backslash)) & HIGHS
+}
+
+/// The offset of the first byte of `bytes` from `from` on that is below 0x20, a quote or a
+/// backslash, or `bytes.len()` if there is none.
+pub(crate) fn next_special(bytes: &[u8], mut from: usize) -> usize {
+    while let Some(chunk) = bytes.get(from..from + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let mask = escape_mask(u64::from_le_bytes(word));
+        if mask != 0 {
+            return from + (mask.trailing_zeros() / 8) as usize;
+        }
+        from += 8;
+    }
+    while from < bytes.len() && !matches!(bytes[from], 0x00..=0x1f | b'"' | b'\\') {
+        from += 1;
+    }
+    from
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn next_special_finds_what_a_byte_loop_finds(
+            bytes in proptest::collection::vec(prop_oneof![any::<u8>(), Just(b'"'), Just(b'\\'), Just(b'a')], 0..40),
+            from in 0usize..40,
+        ) {
+            let from = from.min(bytes.len());
+            let slow = bytes[from..]
+                .iter()
+                .position(|b| matches!(b, 0x00..=0x1f | b'"' | b'\\'))
+                .map_or(bytes.len(), |p| from + p);
+            prop_assert_eq!(next_special(&bytes, from), slow);
+        }
+    }
+}
