@@ -478,23 +478,17 @@ impl ArchiveWriter {
         let written = buffer.lines.write_with(&mut self.deflater, |line| {
             event.write_json(line);
             line.push(b'\n');
-            true
         });
-        match written {
-            Ok(true) => {
-                buffer.events += 1;
-                self.stats.events += 1;
-            }
-            Ok(false) => {}
-            Err(source) => {
-                self.deferred.get_or_insert(TraceError::Io {
-                    path: self.path.clone(),
-                    action: "compress a segment",
-                    source,
-                });
-                return;
-            }
+        if let Err(source) = written {
+            self.deferred.get_or_insert(TraceError::Io {
+                path: self.path.clone(),
+                action: "compress a segment",
+                source,
+            });
+            return;
         }
+        buffer.events += 1;
+        self.stats.events += 1;
         let marks = match event.kind {
             EventKind::TestStarted(_) => true,
             EventKind::TestFinished(_) => {

@@ -199,32 +199,24 @@ impl ChunkedDeflate {
     /// Adds `data` to the entry.
     #[cfg(test)]
     pub(crate) fn write(&mut self, deflater: &mut Deflater, data: &[u8]) -> io::Result<()> {
-        self.write_with(deflater, |buffer| {
-            buffer.extend_from_slice(data);
-            true
-        })
-        .map(|_| ())
+        self.write_with(deflater, |buffer| buffer.extend_from_slice(data))
     }
 
-    /// Adds what `append` appends to the buffer it is given (no copy on the way); if it returns
-    /// false, whatever it appended is taken back. Returns what `append` returned.
+    /// Adds what `append` appends to the buffer it is given (no copy on the way).
     pub(crate) fn write_with(
         &mut self,
         deflater: &mut Deflater,
-        append: impl FnOnce(&mut Vec<u8>) -> bool,
-    ) -> io::Result<bool> {
+        append: impl FnOnce(&mut Vec<u8>),
+    ) -> io::Result<()> {
         let from = self.pending.len();
-        if !append(&mut self.pending) {
-            self.pending.truncate(from);
-            return Ok(false);
-        }
+        append(&mut self.pending);
         let added = &self.pending[from..];
         self.crc.update(added);
         self.len += added.len() as u64;
         if self.pending.len() >= CHUNK {
             self.deflate_pending(deflater)?;
         }
-        Ok(true)
+        Ok(())
     }
 
     fn deflate_pending(&mut self, deflater: &mut Deflater) -> io::Result<()> {
