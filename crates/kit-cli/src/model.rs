@@ -10,7 +10,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use kit_core::report::Report;
-use kit_core::{AttachmentContent, Collector, Event, EventId, EventKind, RunId, TestOutcome, semconv};
+use kit_core::{Collector, Event, EventId, EventKind, RunId, TestOutcome, semconv};
 use kit_coverage::{
     EndpointCoverage, GateFailure, OpenApiCoverageCollector, OpenApiDocument, RestCoverageCollector,
     RestTrafficCoverageCollector,
@@ -494,11 +494,7 @@ fn test_row(record: &TestRecord) -> TestRow {
             EventKind::Attachment(a) => attachments.push(AttachmentRow {
                 name: a.name.clone(),
                 media_type: a.media_type.clone(),
-                size: match &a.content {
-                    AttachmentContent::Blob { size, .. } => *size,
-                    AttachmentContent::Inline(bytes) => bytes.len() as u64,
-                    _ => 0,
-                },
+                size: a.content.size(),
                 description: a.description.clone(),
             }),
             _ => {}

@@ -361,18 +361,23 @@ fn check_har(har: &Value) {
     }
 }
 
-#[test]
-fn har_has_every_required_field_a_page_per_test_and_binary_bodies_in_base64() {
+/// The fixture exported with `flag` (`--har`, `--otlp`): the file's bytes.
+fn export(flag: &str) -> Vec<u8> {
     let dir = tempfile::tempdir().unwrap();
-    let har_path = dir.path().join("run.har");
+    let path = dir.path().join("export");
     let output = kit_cli(&[
         "export".as_ref(),
         fixture().as_os_str(),
-        "--har".as_ref(),
-        har_path.as_os_str(),
+        flag.as_ref(),
+        path.as_os_str(),
     ]);
     assert!(output.status.success(), "{}", text(&output.stderr));
-    let har: Value = serde_json::from_slice(&std::fs::read(&har_path).unwrap()).unwrap();
+    std::fs::read(&path).unwrap()
+}
+
+#[test]
+fn har_has_every_required_field_a_page_per_test_and_binary_bodies_in_base64() {
+    let har: Value = serde_json::from_slice(&export("--har")).unwrap();
     check_har(&har);
     let log = &har["log"];
     assert_eq!(log["pages"].as_array().unwrap().len(), 15);
@@ -407,16 +412,7 @@ fn otlp_reads_back_into_the_opentelemetry_types_with_ids_and_times_in_form() {
     use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
     use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
 
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("run.otlp.json");
-    let output = kit_cli(&[
-        "export".as_ref(),
-        fixture().as_os_str(),
-        "--otlp".as_ref(),
-        path.as_os_str(),
-    ]);
-    assert!(output.status.success(), "{}", text(&output.stderr));
-    let bytes = std::fs::read(&path).unwrap();
+    let bytes = export("--otlp");
     let request: ExportTraceServiceRequest = serde_json::from_slice(&bytes).unwrap();
     assert_eq!(request.resource_spans.len(), 1, "one resource per run");
     let spans = &request.resource_spans[0].scope_spans[0].spans;

@@ -21,6 +21,9 @@ use kit_core::*;
 use kit_rest::*;
 use serde_json::json;
 
+#[path = "../tests/common/mod.rs"]
+mod common;
+
 fn body() -> String {
     let mut items = Vec::new();
     let mut size = 0;
@@ -36,26 +39,13 @@ fn body() -> String {
 }
 
 fn fetch(body: String) -> RestResponse {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let address = listener.local_addr().unwrap();
-    listener.set_nonblocking(true).unwrap();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-            let app = Router::new().route(
-                "/big",
-                get(move || async move { ([("content-type", "application/json")], body) }),
-            );
-            axum::serve(listener, app).await.unwrap();
-        });
-    });
+    let base = common::serve(Router::new().route(
+        "/big",
+        get(move || async move { ([("content-type", "application/json")], body) }),
+    ));
     let mut builder = KitBuilder::new(Configuration::new());
     builder.add_rest(|rest| {
-        rest.add_client().base_url(&format!("http://{address}"));
+        rest.add_client().base_url(&base);
     });
     let built = builder.build().unwrap();
     let run = KitRun::with_secrets(

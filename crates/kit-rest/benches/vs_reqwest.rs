@@ -38,6 +38,9 @@ use kit_rest::*;
 use kit_trace::{ArchiveWriter, RunManifest};
 use serde_json::{Value, json};
 
+#[path = "../tests/common/mod.rs"]
+mod common;
+
 const IN_FLIGHT: usize = 32;
 
 fn item(id: u64) -> Value {
@@ -104,36 +107,21 @@ components:
 
 /// Serves the bench API on 127.0.0.1:0; returns its base URL.
 fn serve() -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let address = listener.local_addr().unwrap();
-    listener.set_nonblocking(true).unwrap();
     let page = Arc::new(page());
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-            let app =
-                Router::new()
-                    .route(
-                        "/items/{id}",
-                        get(|axum::extract::Path(id): axum::extract::Path<u64>| async move {
-                            axum::Json(item(id))
-                        }),
-                    )
-                    .route(
-                        "/page",
-                        get(move || {
-                            let page = Arc::clone(&page);
-                            async move { ([("content-type", "application/json")], page.as_bytes().to_vec()) }
-                        }),
-                    );
-            axum::serve(listener, app).await.unwrap();
-        });
-    });
-    format!("http://{address}")
+    common::serve(
+        Router::new()
+            .route(
+                "/items/{id}",
+                get(|axum::extract::Path(id): axum::extract::Path<u64>| async move { axum::Json(item(id)) }),
+            )
+            .route(
+                "/page",
+                get(move || {
+                    let page = Arc::clone(&page);
+                    async move { ([("content-type", "application/json")], page.as_bytes().to_vec()) }
+                }),
+            ),
+    )
 }
 
 fn runtime() -> tokio::runtime::Runtime {

@@ -942,8 +942,29 @@ impl<'r> RestAssertions<'r> {
 
 #[cfg(test)]
 mod tests {
-    use super::pretty_json;
+    use super::{MAX_KEPT_SHAPE_BYTES, prepared_shape, pretty_json};
     use serde_json::json;
+
+    #[test]
+    fn a_thread_reuses_its_last_shape_only_for_the_same_text_and_keeps_no_large_one() {
+        let parse = |text: &str| {
+            let text = text.to_owned();
+            move || serde_json::from_str(&text).map_err(|e| e.to_string())
+        };
+        let unused = || -> Result<serde_json::Value, String> { panic!("the kept shape is reused") };
+        let a = prepared_shape("[1]", parse("[1]")).unwrap();
+        assert!(std::rc::Rc::ptr_eq(&a, &prepared_shape("[1]", unused).unwrap()));
+        let b = prepared_shape("[2]", parse("[2]")).unwrap();
+        assert_eq!(b.shape(), &json!([2]));
+        let a_again = prepared_shape("[1]", parse("[1]")).unwrap();
+        assert_eq!(a_again.shape(), &json!([1]));
+        assert!(!std::rc::Rc::ptr_eq(&a, &a_again), "[2] replaced it");
+
+        let large = serde_json::to_string(&vec!["x"; MAX_KEPT_SHAPE_BYTES / 4 + 1]).unwrap();
+        let first = prepared_shape(&large, parse(&large)).unwrap();
+        let second = prepared_shape(&large, parse(&large)).unwrap();
+        assert!(!std::rc::Rc::ptr_eq(&first, &second), "not kept");
+    }
 
     #[test]
     fn pretty_json_lays_out_compact_text_as_serde_json_does() {

@@ -19,7 +19,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 mod common;
-use common::serve;
+use common::{on_parallel_threads, serve};
 
 const BASIC_PASSWORD: &str = "basic-pw-7f3a9c21";
 const BEARER_TOKEN: &str = "bearer-tok-5e8d2b90";
@@ -318,28 +318,19 @@ fn fifty_concurrent_tests_share_one_oauth2_token_and_fetch_again_after_it_expire
     });
     f.server.lifetime.store(2, Ordering::SeqCst);
     let wave = |f: &Fixture| -> HashSet<String> {
-        let barrier = Arc::new(std::sync::Barrier::new(50));
-        let threads: Vec<_> = (0..50)
-            .map(|_| {
-                let run = f.run.clone();
-                let barrier = Arc::clone(&barrier);
-                std::thread::spawn(move || {
-                    let rt = tokio::runtime::Builder::new_current_thread()
-                        .enable_all()
-                        .build()
-                        .unwrap();
-                    rt.block_on(async {
-                        let ctx =
-                            run.begin_test(TestStarted::new("oauth::t").with_application(Some("api".into())));
-                        barrier.wait();
-                        let response = ctx.rest().get("/protected").await;
-                        response.should().have_http_status(StatusCode::OK);
-                        response.content().to_owned()
-                    })
-                })
-            })
-            .collect();
-        threads.into_iter().map(|t| t.join().unwrap()).collect()
+        let run = f.run.clone();
+        on_parallel_threads(50, move |_, start| {
+            let run = run.clone();
+            async move {
+                let ctx = run.begin_test(TestStarted::new("oauth::t").with_application(Some("api".into())));
+                start.wait();
+                let response = ctx.rest().get("/protected").await;
+                response.should().have_http_status(StatusCode::OK);
+                response.content().to_owned()
+            }
+        })
+        .into_iter()
+        .collect()
     };
     let first = wave(&f);
     assert_eq!(
@@ -440,46 +431,35 @@ async fn a_refused_sign_in_fails_the_request_with_the_status() {
 #[test]
 fn sixty_four_parallel_tests_signed_in_as_different_users_see_only_their_own() {
     let f = fixture(&[], |_| {});
-    let barrier = Arc::new(std::sync::Barrier::new(64));
-    let threads: Vec<_> = (0..64)
-        .map(|i| {
-            let run = f.run.clone();
-            let barrier = Arc::clone(&barrier);
-            std::thread::spawn(move || {
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .unwrap();
-                rt.block_on(async {
-                    let ctx = run.begin_test(
-                        TestStarted::new(format!("user_{i}")).with_application(Some("api".into())),
-                    );
-                    let user = format!("user{i}");
-                    let sign_in = SessionSignIn::form(
-                        "/login",
-                        [("user", user.as_str()), ("password", SIGN_IN_PASSWORD)],
-                    );
-                    barrier.wait();
-                    let mut seen = Vec::new();
-                    for _ in 0..4 {
-                        seen.push(
-                            ctx.rest()
-                                .auth(sign_in.clone())
-                                .get("/me")
-                                .await
-                                .content()
-                                .to_owned(),
-                        );
-                        seen.push(ctx.rest().get("/me").await.content().to_owned());
-                    }
-                    (user, seen)
-                })
-            })
-        })
-        .collect();
+    let run = f.run.clone();
+    let results = on_parallel_threads(64, move |i, start| {
+        let run = run.clone();
+        async move {
+            let ctx =
+                run.begin_test(TestStarted::new(format!("user_{i}")).with_application(Some("api".into())));
+            let user = format!("user{i}");
+            let sign_in = SessionSignIn::form(
+                "/login",
+                [("user", user.as_str()), ("password", SIGN_IN_PASSWORD)],
+            );
+            start.wait();
+            let mut seen = Vec::new();
+            for _ in 0..4 {
+                seen.push(
+                    ctx.rest()
+                        .auth(sign_in.clone())
+                        .get("/me")
+                        .await
+                        .content()
+                        .to_owned(),
+                );
+                seen.push(ctx.rest().get("/me").await.content().to_owned());
+            }
+            (user, seen)
+        }
+    });
     let mut cross_talk = 0;
-    for thread in threads {
-        let (user, seen) = thread.join().unwrap();
+    for (user, seen) in results {
         cross_talk += seen.iter().filter(|s| **s != user).count();
     }
     assert_eq!(cross_talk, 0);

@@ -15,7 +15,7 @@ use kit_core::*;
 use kit_rest::*;
 
 mod common;
-use common::serve;
+use common::{on_parallel_threads, serve};
 
 /// A server that answers `{name} {path}` to anything.
 fn named(name: &'static str) -> Router {
@@ -340,35 +340,23 @@ fn rule_8_thirty_two_parallel_tests_each_see_only_their_own_session() {
             });
         });
     });
-    let barrier = Arc::new(std::sync::Barrier::new(32));
-    let threads: Vec<_> = (0..32)
-        .map(|user| {
-            let run = run.clone();
-            let barrier = Arc::clone(&barrier);
-            std::thread::spawn(move || {
-                // As the test runner does: a test per thread, on a runtime of its own.
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .unwrap();
-                rt.block_on(async {
-                    let ctx = test(&run, Some("shop"), None);
-                    assert_eq!(body(ctx.rest(), "/me").await, "nobody");
-                    barrier.wait();
-                    ctx.rest().query("user", user).post("/login").await;
-                    let mut seen = Vec::new();
-                    for _ in 0..5 {
-                        seen.push(body(ctx.rest(), "/me").await);
-                        // The other client name reaches the same jar: one per test per client.
-                        seen.push(body(ctx.rest_named("shop:Default"), "/me").await);
-                    }
-                    seen
-                })
-            })
-        })
-        .collect();
-    for (user, thread) in threads.into_iter().enumerate() {
-        let seen = thread.join().unwrap();
+    let results = on_parallel_threads(32, move |user, start| {
+        let run = run.clone();
+        async move {
+            let ctx = test(&run, Some("shop"), None);
+            assert_eq!(body(ctx.rest(), "/me").await, "nobody");
+            start.wait();
+            ctx.rest().query("user", user).post("/login").await;
+            let mut seen = Vec::new();
+            for _ in 0..5 {
+                seen.push(body(ctx.rest(), "/me").await);
+                // The other client name reaches the same jar: one per test per client.
+                seen.push(body(ctx.rest_named("shop:Default"), "/me").await);
+            }
+            seen
+        }
+    });
+    for (user, seen) in results.into_iter().enumerate() {
         assert!(
             seen.iter().all(|s| *s == user.to_string()),
             "user {user} saw {seen:?}"

@@ -873,8 +873,9 @@ mod tests {
         assert_eq!(read("d"), b"fresh");
     }
 
-    fn len_of(file: &File) -> u64 {
-        file.metadata().unwrap().len()
+    /// Appends `entries` at the end of what `file` holds; returns the new length.
+    fn append_to(file: &File, directory: &mut Directory, entries: &[PreparedEntry]) -> u64 {
+        append(file, file.metadata().unwrap().len(), directory, entries).unwrap()
     }
 
     #[test]
@@ -883,18 +884,16 @@ mod tests {
         let path = dir.path().join("a.zip");
         let file = open(&path);
         let mut directory = Directory::default();
-        append(
+        append_to(
             &file,
-            len_of(&file),
             &mut directory,
             &[PreparedEntry::stored("mimetype", b"m".to_vec())],
-        )
-        .unwrap();
+        );
         for i in 0..200 {
             let entry =
                 PreparedEntry::deflated(format!("e/{i}"), format!("payload {i} ").repeat(20).as_bytes(), 6)
                     .unwrap();
-            let len = append(&file, len_of(&file), &mut directory, &[entry]).unwrap();
+            let len = append_to(&file, &mut directory, &[entry]);
             assert_eq!(read_directory(&file, len).unwrap(), directory);
         }
         let names = zip_names(&path);
@@ -913,19 +912,18 @@ mod tests {
         let path = dir.path().join("a.zip");
         let file = open(&path);
         let mut directory = Directory::default();
-        append(
+        append_to(
             &file,
-            len_of(&file),
             &mut directory,
             &[PreparedEntry::stored("a", b"a".to_vec())],
-        )
-        .unwrap();
+        );
         let before = directory.clone();
         let too_long = PreparedEntry::stored("n".repeat(70_000), b"x".to_vec());
         let fine = PreparedEntry::stored("b", b"b".to_vec());
-        assert!(append(&file, len_of(&file), &mut directory, &[fine.clone(), too_long]).is_err());
+        let len = file.metadata().unwrap().len();
+        assert!(append(&file, len, &mut directory, &[fine.clone(), too_long]).is_err());
         assert_eq!(directory, before);
-        let len = append(&file, len_of(&file), &mut directory, &[fine]).unwrap();
+        let len = append_to(&file, &mut directory, &[fine]);
         assert_eq!(read_directory(&file, len).unwrap(), directory);
         assert_eq!(zip_names(&path), vec!["a=a", "b=b"]);
     }
@@ -944,7 +942,7 @@ mod tests {
             } else {
                 PreparedEntry::stored(format!("e{i}"), body.into_bytes())
             };
-            append(&file, len_of(&file), &mut directory, &[entry]).unwrap();
+            append_to(&file, &mut directory, &[entry]);
             ends.push(directory.end_of_entries);
         }
         let full = std::fs::read(&path).unwrap();
@@ -966,29 +964,23 @@ mod tests {
         let full_path = dir.path().join("full.zip");
         let full_file = open(&full_path);
         let mut before = Directory::default();
-        append(
+        append_to(
             &full_file,
-            len_of(&full_file),
             &mut before,
             &[PreparedEntry::stored("a", vec![b'a'; 100])],
-        )
-        .unwrap();
-        append(
+        );
+        append_to(
             &full_file,
-            len_of(&full_file),
             &mut before,
             &[PreparedEntry::stored("b", vec![b'b'; 100])],
-        )
-        .unwrap();
+        );
         let old = std::fs::read(&full_path).unwrap();
         let mut after = before.clone();
-        append(
+        append_to(
             &full_file,
-            len_of(&full_file),
             &mut after,
             &[PreparedEntry::deflated("c", &[b'c'; 4000], 6).unwrap()],
-        )
-        .unwrap();
+        );
         let new = std::fs::read(&full_path).unwrap();
         let start = before.end_of_entries as usize;
 
@@ -1016,13 +1008,7 @@ mod tests {
                 },
                 "{written}"
             );
-            append(
-                &file,
-                len_of(&file),
-                &mut salvaged,
-                &[PreparedEntry::stored("d", b"d".to_vec())],
-            )
-            .unwrap();
+            append_to(&file, &mut salvaged, &[PreparedEntry::stored("d", b"d".to_vec())]);
             let read_back = zip_names(&path);
             assert_eq!(read_back.last().unwrap(), "d=d");
             assert_eq!(read_back.len(), names.len() + 1);
@@ -1038,7 +1024,7 @@ mod tests {
         let entries: Vec<PreparedEntry> = (0..70_000)
             .map(|i| PreparedEntry::stored(format!("{i}"), vec![]))
             .collect();
-        let len = append(&file, len_of(&file), &mut directory, &entries).unwrap();
+        let len = append_to(&file, &mut directory, &entries);
         assert_eq!(read_directory(&file, len).unwrap().entries.len(), 70_000);
         let zip = zip::ZipArchive::new(File::open(&path).unwrap()).unwrap();
         assert_eq!(zip.len(), 70_000);

@@ -277,6 +277,23 @@ fn property_names_are_configurable() {
     );
     assert_eq!(s.header("x-session", &["s"]), "[REDACTED]");
     assert_eq!(s.url("/x?sig=abc"), "/x?sig=[REDACTED]");
+
+    // Names are looked up by length first; names of 63 bytes and more share one length mark.
+    let long = "a_sensitive_property_name_longer_than_sixty_three_bytes_to_check_".repeat(2);
+    options.sensitive_json_properties.push(long.clone());
+    let s = Sanitizer::new(&options, Arc::new(SecretRegistry::new()));
+    let other_long = "b".repeat(long.len());
+    let body = format!(
+        r#"{{"{}":"v1","{other_long}":"v2","ssnx":"v3"}}"#,
+        long.to_uppercase()
+    );
+    assert_eq!(
+        s.body(None, body.as_bytes()),
+        format!(
+            r#"{{"{}":"[REDACTED]","{other_long}":"v2","ssnx":"v3"}}"#,
+            long.to_uppercase()
+        )
+    );
 }
 
 mod properties {
