@@ -81,6 +81,13 @@ const NAPS_BEFORE_SLEEP: u32 = 200;
 /// first of them waits well under a millisecond more.
 const GROUP_LIMIT: usize = 256;
 
+/// How many delivered events wait for producers to drop them (see [`Inner::drop_spent`]).
+const SPENT_CAPACITY: usize = 1024;
+
+/// How many delivered events a producer drops per publish: more than the one it sends, so the
+/// queue of spent events drains while events flow.
+const SPENT_PER_PUBLISH: usize = 2;
+
 /// How long a requested flush may wait for a flush someone waits for (default): a test that
 /// ends within this of its start is committed once, start and end together.
 const REQUESTED_FLUSH_DELAY: Duration = Duration::from_millis(50);
@@ -155,6 +162,11 @@ impl BusBuilder {
     /// Starts the dispatcher thread and returns the bus.
     pub fn start(self) -> Bus {
         let (tx, rx) = bounded(self.capacity);
+        let (spent_tx, spent_rx) = bounded(SPENT_CAPACITY);
+        let dispatcher_spent = Spent {
+            tx: spent_tx,
+            rx: spent_rx.clone(),
+        };
         let stats = Arc::new(Counters::default());
         let dispatcher_stats = Arc::clone(&stats);
         let wake = Arc::new(Wake::default());
@@ -163,6 +175,7 @@ impl BusBuilder {
         let spawned = thread::Builder::new().name("kit-bus".into()).spawn(move || {
             dispatch(
                 rx,
+                &dispatcher_spent,
                 slots,
                 &dispatcher_stats,
                 &dispatcher_wake,
@@ -178,6 +191,7 @@ impl BusBuilder {
             inner: Arc::new(Inner {
                 nudge_at: (self.capacity / 8).max(1),
                 tx,
+                spent: spent_rx,
                 stats,
                 flush_timeout: self.flush_timeout,
                 wake: WakeOnDrop(wake),
@@ -210,6 +224,8 @@ impl Wake {
 
 struct Inner {
     tx: Sender<Message>,
+    /// Events every collector has handled, for producers to drop (see [`Inner::drop_spent`]).
+    spent: Receiver<Event>,
     stats: Arc<Counters>,
     /// Queue length at which a producer wakes a napping dispatcher.
     nudge_at: usize,
@@ -236,7 +252,27 @@ impl Drop for WakeOnDrop {
     }
 }
 
+/// Where the dispatcher puts delivered events, and takes them back to drop them itself before
+/// it sleeps.
+struct Spent {
+    tx: Sender<Event>,
+    rx: Receiver<Event>,
+}
+
 impl Inner {
+    /// Drops up to `n` events the dispatcher is done with. An event's memory was allocated by
+    /// the thread that made it; freed on the dispatcher's thread, glibc's allocator took the
+    /// producer's arena lock for nearly every block, and the two threads queued on that lock
+    /// (a tenth of the dispatcher's time, a twelfth of the producer's, with 32 tests running).
+    /// Freed by a producer, the blocks go back to its own cache.
+    fn drop_spent(&self, n: usize) {
+        for _ in 0..n {
+            if self.spent.try_recv().is_err() {
+                break;
+            }
+        }
+    }
+
     /// Wakes the dispatcher if it sleeps for good or the queue is filling up.
     fn nudge(&self) {
         // Pairs with the dispatcher's fence between setting `sleeping` and its last look at
@@ -289,6 +325,7 @@ impl Bus {
         let sent = self.inner.tx.send(Message::Event(event));
         // Even a refused send nudges: a full queue is exactly when the dispatcher must run.
         self.inner.nudge();
+        self.inner.drop_spent(SPENT_PER_PUBLISH);
         sent.map_err(|_| BusError::Closed { lost: 1 })?;
         self.inner.stats.published.fetch_add(1, Ordering::Relaxed);
         Ok(())
@@ -403,6 +440,7 @@ impl Slot {
 /// that only a producer ends. `None` once every sender is gone.
 fn next_message(
     rx: &Receiver<Message>,
+    spent: &Spent,
     wake: &Wake,
     empty_naps: &mut u32,
     due: Option<Instant>,
@@ -422,6 +460,8 @@ fn next_message(
                 thread::park_timeout(NAP);
             }
             Err(TryRecvError::Empty) => {
+                // Quiet: no producer is coming to drop what is left.
+                while spent.rx.try_recv().is_ok() {}
                 wake.sleeping.store(true, Ordering::Relaxed);
                 // Pairs with `Inner::nudge`: a producer that sent before this fence is seen by
                 // the look below; one that sends after it sees `sleeping`.
@@ -437,19 +477,28 @@ fn next_message(
     }
 }
 
-/// Hands one event to every collector.
-fn deliver(slots: &mut [Slot], errors: &mut Vec<CollectorError>, stats: &Counters, event: &Event) {
+/// Hands one event to every collector, then to the producers to drop (or drops it when they
+/// are behind).
+fn deliver(
+    slots: &mut [Slot],
+    errors: &mut Vec<CollectorError>,
+    stats: &Counters,
+    event: Event,
+    spent: &Spent,
+) {
     for slot in slots.iter_mut() {
         slot.guarded(errors, |c| {
-            c.on_event(event);
+            c.on_event(&event);
             Ok(())
         });
     }
     stats.dispatched.fetch_add(1, Ordering::Relaxed);
+    let _ = spent.tx.try_send(event);
 }
 
 fn dispatch(
     rx: Receiver<Message>,
+    spent: &Spent,
     mut slots: Vec<Slot>,
     stats: &Counters,
     wake: &Wake,
@@ -474,10 +523,10 @@ fn dispatch(
     let mut held: Option<Message> = None;
     while let Some(message) = held
         .take()
-        .or_else(|| next_message(&rx, wake, &mut empty_naps, due))
+        .or_else(|| next_message(&rx, spent, wake, &mut empty_naps, due))
     {
         match message {
-            Message::Event(event) => deliver(&mut slots, &mut errors, stats, &event),
+            Message::Event(event) => deliver(&mut slots, &mut errors, stats, event, spent),
             Message::Flush(None) if !requested_flush_delay.is_zero() => {
                 due.get_or_insert_with(|| Instant::now() + requested_flush_delay);
             }
@@ -488,7 +537,7 @@ fn dispatch(
                 let mut waiters = vec![reply];
                 for _ in 0..GROUP_LIMIT {
                     match rx.try_recv() {
-                        Ok(Message::Event(event)) => deliver(&mut slots, &mut errors, stats, &event),
+                        Ok(Message::Event(event)) => deliver(&mut slots, &mut errors, stats, event, spent),
                         Ok(Message::Flush(Some(reply))) => waiters.push(reply),
                         // Covered by this flush.
                         Ok(Message::Flush(None)) => {}
@@ -895,5 +944,32 @@ mod tests {
         bus.flush().unwrap();
         assert_eq!(early.len(), 2);
         assert_eq!(late.len(), 1);
+    }
+
+    /// A delivered event waits, in a bounded queue, for a producer to drop it; a quiet bus
+    /// drops what is left itself. Neither keeps more than the queue holds.
+    #[test]
+    fn delivered_events_are_dropped_by_producers_and_by_a_quiet_bus() {
+        let body: Arc<[u8]> = Arc::from(&b"shared body"[..]);
+        let held = |body: &Arc<[u8]>| Arc::strong_count(body) - 1;
+        let bus = Bus::builder().start();
+        let test = TestId::generate();
+        for sequence in 0..5_000 {
+            let mut e = event(test, sequence);
+            e.kind = EventKind::Attachment(Attachment::new("a", "text/plain", Arc::clone(&body)));
+            bus.publish(e).unwrap();
+        }
+        bus.flush().unwrap();
+        assert_eq!(bus.stats().dispatched, 5_000);
+        assert!(
+            held(&body) <= SPENT_CAPACITY,
+            "the bus holds {} delivered events",
+            held(&body)
+        );
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while held(&body) > 0 && Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(held(&body), 0, "a quiet bus keeps delivered events");
     }
 }

@@ -683,7 +683,7 @@ impl ShownShape {
 /// under it) and how many secrets that registry knew. A test asserts the same shape request
 /// after request; serializing, sanitizing and parsing it again was a fifth of an assertion.
 struct LastShape {
-    text: String,
+    text: Rc<str>,
     prepared: Rc<PreparedShape>,
     shown: Option<(kit_core::redact::Sanitizer, usize, ShownShape)>,
 }
@@ -703,7 +703,7 @@ fn prepared_shape(
 ) -> Result<Rc<PreparedShape>, String> {
     let hit = LAST_SHAPE.with_borrow(|last| {
         last.as_ref()
-            .filter(|l| l.text == text)
+            .filter(|l| &*l.text == text)
             .map(|l| Rc::clone(&l.prepared))
     });
     if let Some(prepared) = hit {
@@ -712,12 +712,42 @@ fn prepared_shape(
     let prepared = Rc::new(PreparedShape::new(value()?));
     // A thread keeps its last shape until its next assertion: not a large one.
     let kept = (text.len() <= MAX_KEPT_SHAPE_BYTES).then(|| LastShape {
-        text: text.to_owned(),
+        text: Rc::from(text),
         prepared: Rc::clone(&prepared),
         shown: None,
     });
     LAST_SHAPE.set(kept);
     Ok(prepared)
+}
+
+/// The text of the thread's last shape if `shape` serializes to it, found without building the
+/// text: serializing the shape into a new string was a sixth of an assertion.
+fn last_shape_if_same(shape: &impl Serialize) -> Option<Rc<str>> {
+    /// Compares what is written with `expected`, giving up at the first difference.
+    struct SameAs<'a> {
+        rest: &'a [u8],
+    }
+    impl std::io::Write for SameAs<'_> {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            match self.rest.strip_prefix(buf) {
+                Some(rest) => {
+                    self.rest = rest;
+                    Ok(buf.len())
+                }
+                None => Err(std::io::Error::other("differs")),
+            }
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    // Cloned out first: the shape's `Serialize` is the caller's code, run with no borrow held.
+    let last = LAST_SHAPE.with_borrow(|last| last.as_ref().map(|l| Rc::clone(&l.text)))?;
+    let mut same = SameAs {
+        rest: last.as_bytes(),
+    };
+    (serde_json::to_writer(&mut same, shape).is_ok() && same.rest.is_empty()).then_some(last)
 }
 
 /// How the trace shows the shape whose text is `text`: sanitized by `sanitizer`, or the last
@@ -726,7 +756,7 @@ fn shown_shape(sanitizer: &kit_core::redact::Sanitizer, text: &str) -> ShownShap
     let known_secrets = sanitizer.secrets().len();
     let hit = LAST_SHAPE.with_borrow(|last| {
         last.as_ref()
-            .filter(|l| l.text == text)
+            .filter(|l| &*l.text == text)
             .and_then(|l| l.shown.as_ref())
             .filter(|(by, known, _)| *known == known_secrets && by.is_same(sanitizer))
             .map(|(_, _, shown)| shown.clone())
@@ -739,7 +769,7 @@ fn shown_shape(sanitizer: &kit_core::redact::Sanitizer, text: &str) -> ShownShap
         pretty: Default::default(),
     };
     LAST_SHAPE.with_borrow_mut(|last| {
-        if let Some(last) = last.as_mut().filter(|l| l.text == text) {
+        if let Some(last) = last.as_mut().filter(|l| &*l.text == text) {
             // What sanitizing remembered (a value under a sensitive name) is known from now on.
             last.shown = Some((sanitizer.clone(), sanitizer.secrets().len(), shown.clone()));
         }
@@ -915,9 +945,12 @@ impl<'r> RestShouldAssertions<'r> {
     /// The body matches `shape` under `options`.
     #[track_caller]
     pub fn match_shape_with<S: Serialize>(self, shape: S, options: &ShapeOptions) -> Self {
-        let text = match serde_json::to_string(&shape) {
-            Ok(text) => text,
-            Err(e) => self.response.shape_does_not_serialize(&e.to_string()),
+        let text = match last_shape_if_same(&shape) {
+            Some(text) => text,
+            None => match serde_json::to_string(&shape) {
+                Ok(text) => Rc::from(text),
+                Err(e) => self.response.shape_does_not_serialize(&e.to_string()),
+            },
         };
         // The tree is parsed back from the text (deeper than serde_json's parser goes: made
         // from the shape itself) only when the last shape on this thread was another one.
@@ -942,8 +975,24 @@ impl<'r> RestAssertions<'r> {
 
 #[cfg(test)]
 mod tests {
-    use super::{MAX_KEPT_SHAPE_BYTES, prepared_shape, pretty_json};
+    use super::{MAX_KEPT_SHAPE_BYTES, last_shape_if_same, prepared_shape, pretty_json};
     use serde_json::json;
+
+    #[test]
+    fn a_shape_is_the_last_one_only_when_it_serializes_to_the_same_text() {
+        let text = r#"{"a":1,"b":[true,"x"]}"#;
+        prepared_shape(text, || Ok(serde_json::from_str(text).unwrap())).unwrap();
+        let same = last_shape_if_same(&json!({"a": 1, "b": [true, "x"]})).expect("the same shape");
+        assert_eq!(&*same, text);
+        for other in [
+            json!({"a": 1, "b": [true, "y"]}),
+            json!({"a": 1, "b": [true]}),
+            json!({"a": 1, "b": [true, "x"], "c": null}),
+            json!([]),
+        ] {
+            assert!(last_shape_if_same(&other).is_none(), "{other} taken for {text}");
+        }
+    }
 
     #[test]
     fn a_thread_reuses_its_last_shape_only_for_the_same_text_and_keeps_no_large_one() {

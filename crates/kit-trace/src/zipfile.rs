@@ -191,6 +191,11 @@ impl ChunkedDeflate {
         self.pending.clear();
     }
 
+    /// Bytes the buffers hold allocated.
+    pub(crate) fn capacity(&self) -> usize {
+        self.compressed.capacity() + self.pending.capacity()
+    }
+
     /// Uncompressed bytes written since the last reset.
     pub(crate) fn len(&self) -> u64 {
         self.len

@@ -332,13 +332,21 @@ fn a_long_test_commits_intermediate_segments_and_reads_back_whole() {
     let options = WriterOptions::default().with_segment_limit(4 * 1024);
     let (run, path) = run_with_writer(dir.path(), "r7", options);
     run_test(&run, "long", 200, TestOutcome::Passed);
+    // The next test starts on the buffers the long one left: its segments count from 0 again.
+    let next = run_test(&run, "next", 1, TestOutcome::Passed);
     let zip = zip::ZipArchive::new(File::open(&path).unwrap()).unwrap();
+    let run_id = RunId::new("r7").unwrap();
+    for segment in 0..2 {
+        let name = format::segment_path(&run_id, next, segment);
+        assert!(zip.file_names().any(|n| n.unwrap() == name), "no {name}");
+    }
     let segments = zip
         .file_names()
         .filter(|n| n.as_ref().unwrap().ends_with(".jsonl"))
         .count();
     assert!(segments > 5, "{segments} segments");
     let tests = read_all(&path);
+    assert_eq!(tests.len(), 2);
     assert_eq!(tests[0].events.len(), 2 + 200 * 3);
     assert!(
         tests[0]
