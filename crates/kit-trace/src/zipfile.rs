@@ -18,6 +18,7 @@
 
 use std::fs::File;
 use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use flate2::read::DeflateDecoder;
 use flate2::{Compress, Compression, FlushCompress, Status};
@@ -114,31 +115,64 @@ impl Directory {
 /// tables (hundreds of kilobytes), which cost more than compressing a small entry.
 pub(crate) struct Deflater {
     compress: Compress,
+    /// The chunked stream whose last chunk this deflater compressed, and whose state it still
+    /// holds (0: none): that stream's next chunk goes on without a reset or dictionary.
+    continues: u64,
 }
+
+/// Numbers the streams of [`ChunkedDeflate`]s, from 1.
+static NEXT_STREAM: AtomicU64 = AtomicU64::new(1);
 
 impl Deflater {
     /// A raw-deflate compressor at `level` (0–9).
     pub(crate) fn new(level: u32) -> Self {
         Deflater {
             compress: Compress::new(Compression::new(level.min(9)), false),
+            continues: 0,
         }
     }
 
-    /// Deflates `data` on its own onto `out`, ending with a sync flush: byte-aligned and not
-    /// final, so more chunks can follow.
-    fn deflate_chunk(&mut self, data: &[u8], out: &mut Vec<u8>) -> io::Result<()> {
-        self.compress.reset();
+    /// Whether `stream` would have this deflater without taking it from another stream.
+    fn free_for(&self, stream: u64) -> bool {
+        self.continues == 0 || self.continues == stream
+    }
+
+    /// Deflates `data`, the next chunk of `stream`, onto `out`, ending with a sync flush:
+    /// byte-aligned and not final, so more chunks can follow. Unless this deflater compressed
+    /// the stream's previous chunk last (and so still holds its state), it starts afresh
+    /// with `window`, the stream's last bytes before `data` (at most 32 KiB), as its
+    /// dictionary: `data` may refer back into them, as into bytes a reader inflated already.
+    fn deflate_chunk(
+        &mut self,
+        stream: u64,
+        window: &[u8],
+        data: &[u8],
+        out: &mut Vec<u8>,
+    ) -> io::Result<()> {
+        if self.continues != stream {
+            self.compress.reset();
+            self.continues = 0;
+            if !window.is_empty() {
+                self.compress
+                    .set_dictionary(window)
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+            }
+        }
+        // Set again only once the chunk is whole: a failure leaves a state nobody continues.
+        self.continues = 0;
+        let start = self.compress.total_in() as usize;
         loop {
             if out.capacity() - out.len() < 256 {
                 out.reserve(out.capacity().max(data.len() / 2).max(4096));
             }
-            let consumed = self.compress.total_in() as usize;
+            let consumed = self.compress.total_in() as usize - start;
             self.compress
                 .compress_vec(&data[consumed.min(data.len())..], out, FlushCompress::Sync)
                 .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
             // Done when the input is in and the compressor stopped short of filling the
             // output (zlib's rule for a flush being complete).
-            if self.compress.total_in() as usize >= data.len() && out.len() < out.capacity() {
+            if self.compress.total_in() as usize - start >= data.len() && out.len() < out.capacity() {
+                self.continues = stream;
                 return Ok(());
             }
         }
@@ -146,6 +180,7 @@ impl Deflater {
 
     fn deflate(&mut self, data: &[u8]) -> io::Result<Vec<u8>> {
         self.compress.reset();
+        self.continues = 0;
         let mut out = Vec::with_capacity(data.len() / 4 + 64);
         loop {
             let consumed = self.compress.total_in() as usize;
@@ -165,10 +200,13 @@ impl Deflater {
 /// An entry's data deflated in chunks as it arrives, so that making the entry compresses only
 /// the last chunk instead of the whole segment while a test waits for its commit.
 ///
-/// Each chunk is deflated on its own by the writer's one [`Deflater`] (a compressor per running
-/// test would be hundreds of kilobytes each, and 32 tests at once thrash the cache) and ends
-/// with a sync flush, on a byte boundary and not final: chunks laid end to end make one valid
-/// deflate stream. The entry's first bytes (a segment's header, known only at commit) go in
+/// Each chunk is deflated by the writer's one [`Deflater`] (a compressor per running test would
+/// be hundreds of kilobytes each, and 32 tests at once thrash the cache), given the entry's
+/// last [`WINDOW`] bytes before it as a dictionary, and ends with a sync flush, on a byte
+/// boundary and not final: chunks laid end to end make one valid deflate stream, whose reader
+/// has those bytes in its window. With the dictionary, small chunks compress as well as one
+/// stream would (without it, 8 KiB chunks doubled the archives), and a test's end compresses
+/// at most a chunk while the test waits. The entry's first bytes (a segment's header, known only at commit) go in
 /// front as stored blocks, and an empty final block ends it. Nothing is consumed by making the
 /// entry: if the append fails, more can be written and the entry made again, whole.
 #[derive(Default)]
@@ -176,11 +214,24 @@ pub(crate) struct ChunkedDeflate {
     compressed: Vec<u8>,
     crc: crc32fast::Hasher,
     len: u64,
+    /// The last bytes already deflated (the next chunk's dictionary, `window` bytes long),
+    /// then the bytes not deflated yet.
     pending: Vec<u8>,
+    window: usize,
+    /// This entry's stream (see [`Deflater::continues`]); 0 until its first chunk.
+    stream: u64,
 }
 
-/// Bytes gathered before a chunk is deflated.
-const CHUNK: usize = 64 * 1024;
+/// Bytes gathered before a chunk is deflated while the deflater is free or already this
+/// stream's: going on costs nothing, and a test's end then compresses at most this much.
+const CHUNK: usize = 8 * 1024;
+
+/// Bytes gathered before a chunk is deflated when the deflater holds another stream: taking it
+/// over costs a reset and a dictionary, paid on larger chunks.
+const SHARED_CHUNK: usize = 64 * 1024;
+
+/// Bytes of the entry before a chunk that it may refer back to.
+const WINDOW: usize = 16 * 1024;
 
 impl ChunkedDeflate {
     /// Starts a new entry, keeping the allocations.
@@ -189,6 +240,8 @@ impl ChunkedDeflate {
         self.crc = crc32fast::Hasher::new();
         self.len = 0;
         self.pending.clear();
+        self.window = 0;
+        self.stream = 0;
     }
 
     /// Bytes the buffers hold allocated.
@@ -218,16 +271,23 @@ impl ChunkedDeflate {
         let added = &self.pending[from..];
         self.crc.update(added);
         self.len += added.len() as u64;
-        if self.pending.len() >= CHUNK {
+        let fresh = self.pending.len() - self.window;
+        if fresh >= SHARED_CHUNK || (fresh >= CHUNK && deflater.free_for(self.stream)) {
             self.deflate_pending(deflater)?;
         }
         Ok(())
     }
 
     fn deflate_pending(&mut self, deflater: &mut Deflater) -> io::Result<()> {
-        if !self.pending.is_empty() {
-            deflater.deflate_chunk(&self.pending, &mut self.compressed)?;
-            self.pending.clear();
+        if self.pending.len() > self.window {
+            if self.stream == 0 {
+                self.stream = NEXT_STREAM.fetch_add(1, Ordering::Relaxed);
+            }
+            let (window, data) = self.pending.split_at(self.window);
+            deflater.deflate_chunk(self.stream, window, data, &mut self.compressed)?;
+            let keep = self.pending.len().min(WINDOW);
+            self.pending.drain(..self.pending.len() - keep);
+            self.window = keep;
         }
         Ok(())
     }
@@ -240,6 +300,10 @@ impl ChunkedDeflate {
         prefix: &[u8],
     ) -> io::Result<PreparedEntry> {
         self.deflate_pending(deflater)?;
+        // The stream is done: the next one to come takes the deflater without waiting.
+        if deflater.continues == self.stream {
+            deflater.continues = 0;
+        }
         let mut data =
             Vec::with_capacity(prefix.len() + prefix.len() / 65_535 * 5 + 5 + self.compressed.len() + 2);
         for chunk in prefix.chunks(65_535) {
@@ -876,6 +940,70 @@ mod tests {
         assert_eq!(read("b"), [long_prefix.as_slice(), &written].concat());
         assert_eq!(read("c"), b"");
         assert_eq!(read("d"), b"fresh");
+    }
+
+    /// Streams taking turns on one deflater, with whole entries deflated between them, each
+    /// refer back across their chunks (a block repeated every 12 KiB compresses away) and read
+    /// back whole.
+    #[test]
+    fn streams_sharing_a_deflater_read_back_whole_and_compress_across_chunks() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("shared.zip");
+        let file = open(&path);
+        let mut directory = Directory::default();
+        let mut deflater = Deflater::new(1);
+        let mut seed = 11u64;
+        let mut random = |n: usize| -> Vec<u8> {
+            (0..n)
+                .map(|_| {
+                    seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                    (seed >> 33) as u8
+                })
+                .collect()
+        };
+        let blocks: Vec<Vec<u8>> = (0..3).map(|_| random(12 * 1024)).collect();
+        let mut streams: Vec<ChunkedDeflate> = (0..3).map(|_| ChunkedDeflate::default()).collect();
+        let mut written = vec![Vec::new(); 3];
+        let mut blobs = Vec::new();
+        // 36 repeats of each stream's block, in 1 KiB writes that take turns; sometimes one
+        // stream writes alone for a while (it keeps the deflater), sometimes a blob comes.
+        for round in 0..36 * 12 {
+            let turns: &[usize] = if round % 50 < 20 { &[0] } else { &[0, 1, 2] };
+            for &s in turns {
+                let at = written[s].len() % (12 * 1024);
+                let piece = &blocks[s][at..at + 1024];
+                streams[s].write(&mut deflater, piece).unwrap();
+                written[s].extend_from_slice(piece);
+            }
+            if round % 97 == 0 {
+                let name = format!("blob{round}");
+                blobs.push(PreparedEntry::deflated_with(&mut deflater, name, &random(3000)).unwrap());
+            }
+        }
+        let entries: Vec<PreparedEntry> = streams
+            .iter_mut()
+            .enumerate()
+            .map(|(i, s)| s.entry(&mut deflater, format!("s{i}"), b"").unwrap())
+            .collect();
+        for (i, entry) in entries.iter().enumerate() {
+            // One block does not compress; its repeats do, from any chunk.
+            assert!(
+                entry.data.len() < 3 * 12 * 1024,
+                "stream {i}: {} bytes for {}",
+                entry.data.len(),
+                written[i].len()
+            );
+        }
+        append(&file, 0, &mut directory, &[entries, blobs].concat()).unwrap();
+        let mut zip = zip::ZipArchive::new(File::open(&path).unwrap()).unwrap();
+        for (i, expected) in written.iter().enumerate() {
+            let mut bytes = Vec::new();
+            zip.by_name(&format!("s{i}"))
+                .unwrap()
+                .read_to_end(&mut bytes)
+                .unwrap();
+            assert!(bytes == *expected, "stream {i} reads back otherwise");
+        }
     }
 
     /// Appends `entries` at the end of what `file` holds; returns the new length.
