@@ -884,6 +884,16 @@ mod tests {
             .collect()
     }
 
+    /// `n` bytes that do not compress, from `seed` (advanced).
+    fn noise(seed: &mut u64, n: usize) -> Vec<u8> {
+        (0..n)
+            .map(|_| {
+                *seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                (*seed >> 33) as u8
+            })
+            .collect()
+    }
+
     #[test]
     fn chunked_deflate_makes_entries_that_zip_reads_back_with_their_prefix() {
         let dir = tempfile::tempdir().unwrap();
@@ -897,12 +907,7 @@ mod tests {
         let mut seed = 7u64;
         for i in 0..2_000 {
             let line = if i % 3 == 0 {
-                (0..97)
-                    .map(|_| {
-                        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-                        (seed >> 33) as u8
-                    })
-                    .collect::<Vec<u8>>()
+                noise(&mut seed, 97)
             } else {
                 format!("{{\"line\":{i},\"text\":\"the same words again\"}}\n").into_bytes()
             };
@@ -953,14 +958,7 @@ mod tests {
         let mut directory = Directory::default();
         let mut deflater = Deflater::new(1);
         let mut seed = 11u64;
-        let mut random = |n: usize| -> Vec<u8> {
-            (0..n)
-                .map(|_| {
-                    seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-                    (seed >> 33) as u8
-                })
-                .collect()
-        };
+        let mut random = |n: usize| noise(&mut seed, n);
         let blocks: Vec<Vec<u8>> = (0..3).map(|_| random(12 * 1024)).collect();
         let mut streams: Vec<ChunkedDeflate> = (0..3).map(|_| ChunkedDeflate::default()).collect();
         let mut written = vec![Vec::new(); 3];
