@@ -101,6 +101,17 @@ struct TestBuffer {
     blobs: Vec<(String, Arc<[u8]>)>,
 }
 
+impl TestBuffer {
+    /// Makes the buffer as new for another test, keeping its allocations.
+    fn empty(&mut self) {
+        self.segment = 0;
+        self.lines.reset();
+        self.events = 0;
+        self.is_final = false;
+        self.blobs.clear();
+    }
+}
+
 /// How many emptied test buffers a writer keeps for reuse: as many as tests commonly run at
 /// once in one process.
 const MAX_SPARE_BUFFERS: usize = 64;
@@ -332,8 +343,7 @@ impl ArchiveWriter {
                     && self.spare.len() < MAX_SPARE_BUFFERS
                     && done.lines.capacity() <= MAX_SPARE_CAPACITY
                 {
-                    done.lines.reset();
-                    done.blobs.clear();
+                    done.empty();
                     self.spare.push(done);
                 }
             } else {
@@ -474,13 +484,10 @@ impl ArchiveWriter {
     fn write_event(&mut self, event: &Event) {
         let limit = self.options.segment_limit as u64;
         let spare = &mut self.spare;
-        let buffer = self.tests.entry(event.test_id).or_insert_with(|| {
-            let mut buffer = spare.pop().unwrap_or_default();
-            buffer.segment = 0;
-            buffer.events = 0;
-            buffer.is_final = false;
-            buffer
-        });
+        let buffer = self
+            .tests
+            .entry(event.test_id)
+            .or_insert_with(|| spare.pop().unwrap_or_default());
         let archived;
         let event = match &event.kind {
             EventKind::Attachment(Attachment {

@@ -151,7 +151,6 @@ impl Deflater {
     ) -> io::Result<()> {
         if self.continues != stream {
             self.compress.reset();
-            self.continues = 0;
             if !window.is_empty() {
                 self.compress
                     .set_dictionary(window)
