@@ -158,6 +158,9 @@ struct Cached {
 pub struct ArchiveWriter {
     path: PathBuf,
     lock_path: PathBuf,
+    /// The lock file and the archive, kept open between commits.
+    lock_file: Option<File>,
+    archive_file: Option<File>,
     manifest: RunManifest,
     options: WriterOptions,
     tests: HashMap<TestId, TestBuffer>,
@@ -222,6 +225,8 @@ impl ArchiveWriter {
         Ok(ArchiveWriter {
             path,
             lock_path: lock_path.into(),
+            lock_file: None,
+            archive_file: None,
             manifest,
             tests: HashMap::new(),
             spare: Vec::new(),
@@ -323,10 +328,11 @@ impl ArchiveWriter {
             segments.insert(0, deflate(&mut self.deflater, &self.path, name, &json)?);
         }
 
-        let lock = self.lock()?;
+        self.lock()?;
         let result = self.append_locked(segments, blobs);
-        drop(lock);
+        let unlocked = self.unlock();
         result?;
+        unlocked?;
         if let Some((_, stored)) = &mut self.secrets
             && fingerprints_end > *stored
         {
@@ -356,19 +362,30 @@ impl ArchiveWriter {
         Ok(())
     }
 
-    fn lock(&self) -> Result<File, TraceError> {
+    /// Takes the exclusive lock, opening the lock file first if this writer holds none, or
+    /// holds one that was deleted (another process would lock a new file of that name).
+    fn lock(&mut self) -> Result<(), TraceError> {
         let io_err = |action, source| TraceError::Io {
             path: self.lock_path.clone(),
             action,
             source,
         };
-        let file = open_read_write(&self.lock_path).map_err(|e| io_err("open the lock file", e))?;
         let started = Instant::now();
         let mut pause = Duration::from_micros(200);
         loop {
+            let file = match self.lock_file.take() {
+                Some(file) => file,
+                None => open_read_write(&self.lock_path).map_err(|e| io_err("open the lock file", e))?,
+            };
             match file.try_lock() {
-                Ok(()) => return Ok(file),
+                // Deleted before or while we waited: drop it, and lock the file at its path.
+                Ok(()) if is_unlinked(&file) => continue,
+                Ok(()) => {
+                    self.lock_file = Some(file);
+                    return Ok(());
+                }
                 Err(TryLockError::WouldBlock) if started.elapsed() < self.options.lock_timeout => {
+                    self.lock_file = Some(file);
                     std::thread::sleep(pause);
                     pause = (pause * 2).min(Duration::from_millis(20));
                 }
@@ -383,6 +400,23 @@ impl ArchiveWriter {
         }
     }
 
+    fn unlock(&mut self) -> Result<(), TraceError> {
+        let Some(file) = &self.lock_file else {
+            return Ok(());
+        };
+        let unlocked = file.unlock();
+        unlocked.map_err(|source| {
+            // A lock we may still hold would stall every other process: close the file to
+            // drop it for sure.
+            self.lock_file = None;
+            TraceError::Io {
+                path: self.lock_path.clone(),
+                action: "unlock",
+                source,
+            }
+        })
+    }
+
     fn append_locked(
         &mut self,
         segments: Vec<PreparedEntry>,
@@ -393,15 +427,51 @@ impl ArchiveWriter {
             action,
             source,
         };
-        let file = open_read_write(&self.path).map_err(|e| io_err("open the archive", e))?;
-        let len = file
-            .metadata()
-            .map_err(|e| io_err("read the archive's size", e))?
-            .len();
+        // The archive stays open from one commit to the next (opening and closing it and
+        // the lock file was a quarter of a test end's commit), unless it was deleted or
+        // replaced since: then the file at its path is the archive.
+        let kept = match self.archive_file.take() {
+            Some(file) => {
+                let metadata = file
+                    .metadata()
+                    .map_err(|e| io_err("read the archive's size", e))?;
+                (!metadata_is_unlinked(&metadata)).then_some((file, metadata.len()))
+            }
+            None => None,
+        };
+        let (file, len) = match kept {
+            Some(kept) => kept,
+            None => {
+                self.cache = None;
+                let file = open_read_write(&self.path).map_err(|e| io_err("open the archive", e))?;
+                let len = file
+                    .metadata()
+                    .map_err(|e| io_err("read the archive's size", e))?
+                    .len();
+                (file, len)
+            }
+        };
+        let result = self.append_to(&file, len, segments, blobs);
+        self.archive_file = Some(file);
+        result
+    }
+
+    fn append_to(
+        &mut self,
+        file: &File,
+        len: u64,
+        segments: Vec<PreparedEntry>,
+        blobs: Vec<(String, PreparedEntry)>,
+    ) -> Result<(), TraceError> {
+        let io_err = |action, source| TraceError::Io {
+            path: self.path.clone(),
+            action,
+            source,
+        };
 
         let reuse = match &self.cache {
             Some(cached) if cached.len == len => {
-                zipfile::tail(&file, len).map_err(|e| io_err("read the archive", e))? == cached.tail
+                zipfile::tail(file, len).map_err(|e| io_err("read the archive", e))? == cached.tail
             }
             _ => false,
         };
@@ -409,7 +479,7 @@ impl ArchiveWriter {
             self.cache.take().map(|c| c.directory).unwrap_or_default()
         } else {
             let (directory, salvaged) =
-                zipfile::load(&file, len).map_err(|e| io_err("read the archive", e))?;
+                zipfile::load(file, len).map_err(|e| io_err("read the archive", e))?;
             if let Some(salvaged) = salvaged {
                 // Nothing whole and more than a cut first entry: someone else's file.
                 if salvaged.directory.entries.is_empty() && len > 256 {
@@ -466,17 +536,16 @@ impl ArchiveWriter {
         }
         entries.extend(segments);
         let count = entries.len() as u64;
-        let new_len = zipfile::append(&file, len, &mut directory, &entries)
+        let appended = zipfile::append(file, len, &mut directory, &entries)
             .map_err(|e| io_err("append to the archive", e))?;
         self.manifest_written = true;
         self.blobs.extend(added_blobs);
         self.stats.commits += 1;
         self.stats.entries += count;
-        let tail = zipfile::tail(&file, new_len).map_err(|e| io_err("read the archive", e))?;
         self.cache = Some(Cached {
             directory,
-            len: new_len,
-            tail,
+            len: appended.len,
+            tail: appended.tail,
         });
         Ok(())
     }
@@ -551,6 +620,22 @@ fn deflate(
         action: "compress an entry",
         source,
     })
+}
+
+/// Whether `file` no longer has a name: deleted, or replaced by another file.
+fn is_unlinked(file: &File) -> bool {
+    file.metadata().is_ok_and(|m| metadata_is_unlinked(&m))
+}
+
+#[cfg(unix)]
+fn metadata_is_unlinked(metadata: &std::fs::Metadata) -> bool {
+    std::os::unix::fs::MetadataExt::nlink(metadata) == 0
+}
+
+/// No cheap test elsewhere: a writer keeps the files it opened.
+#[cfg(not(unix))]
+fn metadata_is_unlinked(_: &std::fs::Metadata) -> bool {
+    false
 }
 
 /// Opens `path` for reading and writing, creating it if needed and never truncating it.

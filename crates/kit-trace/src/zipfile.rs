@@ -672,9 +672,15 @@ fn dos_date_time(t: kit_core::Timestamp) -> (u16, u16) {
     (time, date)
 }
 
+/// The file after an [`append`]: its length, and its last bytes as [`tail`] reads them.
+pub(crate) struct Appended {
+    pub(crate) len: u64,
+    pub(crate) tail: Vec<u8>,
+}
+
 /// Appends `entries` where `directory`'s entries end, then writes the central directory and
 /// end record, and cuts the file there if it was longer (`file_len`). Updates `directory` and
-/// returns the new file length.
+/// returns the new file length and tail.
 ///
 /// Killed part-way, the file is left with every earlier entry intact and whole, which
 /// [`salvage`] recovers; the entries being written are recovered only if complete.
@@ -683,7 +689,7 @@ pub(crate) fn append(
     file_len: u64,
     directory: &mut Directory,
     entries: &[PreparedEntry],
-) -> io::Result<u64> {
+) -> io::Result<Appended> {
     let (dos_time, dos_date) = dos_now();
     let added: u64 = entries.iter().map(PreparedEntry::encoded_len).sum();
     let mut out = Vec::with_capacity(usize::try_from(added).unwrap_or(0));
@@ -774,7 +780,9 @@ pub(crate) fn append(
         file.set_len(new_len)?;
     }
     directory.end_of_entries = cd_offset;
-    Ok(new_len)
+    // What `tail` would read back now, without a read.
+    let tail = end[end.len() - EOCD_LEN as usize..].to_vec();
+    Ok(Appended { len: new_len, tail })
 }
 
 fn encode_record(out: &mut Vec<u8>, e: &DirEntry) {
@@ -1005,7 +1013,9 @@ mod tests {
 
     /// Appends `entries` at the end of what `file` holds; returns the new length.
     fn append_to(file: &File, directory: &mut Directory, entries: &[PreparedEntry]) -> u64 {
-        append(file, file.metadata().unwrap().len(), directory, entries).unwrap()
+        append(file, file.metadata().unwrap().len(), directory, entries)
+            .unwrap()
+            .len
     }
 
     #[test]

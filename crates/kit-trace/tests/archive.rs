@@ -235,6 +235,44 @@ fn a_writer_continues_an_archive_left_cut_by_a_killed_writer() {
 }
 
 #[test]
+fn an_archive_deleted_mid_run_is_created_again_with_a_new_lock_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (run, path) = run_with_writer(dir.path(), "r5d", WriterOptions::default());
+    let lock = dir.path().join("kit-r5d.kittrace.lock");
+    run_test(&run, "before", 1, TestOutcome::Passed);
+    assert!(lock.exists());
+    // The writer keeps both files open between commits; deleted, neither may be written
+    // again, or the next tests would vanish with the unlinked file.
+    std::fs::remove_file(&path).unwrap();
+    std::fs::remove_file(&lock).unwrap();
+    run_test(&run, "after", 1, TestOutcome::Passed);
+    assert!(lock.exists(), "the lock file is made again at its path");
+    let names: Vec<String> = read_all(&path).into_iter().map(|t| t.name).collect();
+    assert_eq!(names, ["after"]);
+    assert_eq!(
+        ArchiveReader::open(&path).unwrap().runs().len(),
+        1,
+        "with its manifest"
+    );
+}
+
+#[test]
+fn an_archive_replaced_mid_run_is_appended_to_at_its_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let (run, path) = run_with_writer(dir.path(), "r5r", WriterOptions::default());
+    run_test(&run, "before", 1, TestOutcome::Passed);
+    // A copy renamed over the archive (as a sync tool or an editor saves): a new file.
+    let copy = dir.path().join("copy.tmp");
+    std::fs::copy(&path, &copy).unwrap();
+    std::fs::rename(&copy, &path).unwrap();
+    run_test(&run, "after", 1, TestOutcome::Passed);
+    let mut reader = ArchiveReader::open(&path).unwrap();
+    assert_eq!(reader.salvage(), None);
+    let names: Vec<String> = reader.tests().map(|t| t.unwrap().name).collect();
+    assert_eq!(names, ["before", "after"]);
+}
+
+#[test]
 fn large_attachments_become_deduplicated_blobs() {
     let dir = tempfile::tempdir().unwrap();
     let (run, path) = run_with_writer(dir.path(), "r6", WriterOptions::default());
