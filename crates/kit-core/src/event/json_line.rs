@@ -173,7 +173,46 @@ fn event_id(out: &mut Vec<u8>, id: EventId) {
 }
 
 /// `text` as a JSON string, escaped as serde_json escapes it.
+/// Strings at least this long are remembered, escaped, for the next one to reuse.
+const REMEMBERED_MIN: usize = 256;
+/// And at most this long: longer attachments leave the line as blobs, so they do not repeat.
+const REMEMBERED_MAX: usize = 64 * 1024;
+
+/// The last long string written on this thread, and its escaped form.
+#[derive(Default)]
+struct LastLong {
+    text: Vec<u8>,
+    escaped: Vec<u8>,
+}
+
+thread_local! {
+    static LAST_LONG: std::cell::RefCell<LastLong> = std::cell::RefCell::default();
+}
+
+/// Appends `text` as a JSON string. A recorded response body is written twice in a row, in its
+/// `http.response` observation and in its attachment; escaping bodies full of quotes was the
+/// largest part of writing a line, so the second copy reuses the first's escaped bytes (a
+/// comparison and a copy).
 fn string(out: &mut Vec<u8>, text: &str) {
+    if !(REMEMBERED_MIN..=REMEMBERED_MAX).contains(&text.len()) {
+        escape(out, text);
+        return;
+    }
+    LAST_LONG.with_borrow_mut(|last| {
+        if last.text == text.as_bytes() {
+            out.extend_from_slice(&last.escaped);
+            return;
+        }
+        let start = out.len();
+        escape(out, text);
+        last.text.clear();
+        last.text.extend_from_slice(text.as_bytes());
+        last.escaped.clear();
+        last.escaped.extend_from_slice(&out[start..]);
+    });
+}
+
+fn escape(out: &mut Vec<u8>, text: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let bytes = text.as_bytes();
     out.reserve(bytes.len() + 2);
@@ -275,6 +314,48 @@ mod tests {
                 .into_iter()
                 .fold(Attributes::new(), |attrs, (k, v)| attrs.with(k, v))
         })
+    }
+
+    #[test]
+    fn a_long_string_written_again_reuses_its_escaping_only_when_it_is_the_same() {
+        let body = |tail: &str| {
+            format!(
+                r#"{{"note":"a \"quoted\" word\n","pad":"{}"{tail}}}"#,
+                "x".repeat(300)
+            )
+        };
+        let (first, same_length, longer) = (body(" "), body("\t"), body(r#","more":"\u0001""#));
+        assert_eq!(first.len(), same_length.len());
+        let observation = |text: &str| {
+            event(
+                EventKind::Observation(Observation::new(
+                    "http.response",
+                    Attributes::new().with("kit.response.body", text),
+                )),
+                None,
+            )
+        };
+        let attachment = |text: &str| {
+            event(
+                EventKind::Attachment(Attachment::new(
+                    "rest-01-response",
+                    "application/json",
+                    text.as_bytes().to_vec(),
+                )),
+                Some(1),
+            )
+        };
+        // The body twice in a row (the reuse), then others that differ only late, or by length,
+        // then a short string between two copies of a long one.
+        for text in [&first, &first, &same_length, &first, &longer, &longer] {
+            same_as_serde(&observation(text));
+            same_as_serde(&attachment(text));
+        }
+        same_as_serde(&observation("short"));
+        same_as_serde(&attachment(&first));
+        let huge = "\"".repeat(super::REMEMBERED_MAX + 1);
+        same_as_serde(&observation(&huge));
+        same_as_serde(&attachment(&huge));
     }
 
     proptest! {
