@@ -10,6 +10,12 @@
 //!   server), attachments captured — tests of ten requests started and finished as the kit's
 //!   runner does, each request asserting its status and a shape.
 //!
+//! Besides, not as a baseline: raw reqwest with a client per test of ten requests, configured as
+//! the kit configures a test's client, for the sequential and 32-in-flight scenarios. Each kit
+//! test owns its client (so its own connection and cookie jar), and each `#[kit::test]` runs
+//! on its own runtime, where a client shared with other tests could not keep its
+//! connections; this row shows how much of the gap that isolation is.
+//!
 //! Scenarios: sequential; 32 in flight (32 tasks on the one runtime; kit tests finish on the
 //! blocking pool, as the runner finishes each test on its own thread); the 1 MiB page,
 //! sequential. Prints requests/s (median of the rounds), kit/raw, and the whole process's CPU
@@ -141,6 +147,42 @@ async fn raw_requests(client: &reqwest::Client, url: &str, n: usize) {
         let value: Value = serde_json::from_slice(&bytes).unwrap();
         black_box(value);
     }
+}
+
+/// Raw reqwest as a suite of isolated tests would use it: a client (so a connection and a
+/// cookie jar) per test of ten requests, configured as the kit configures a test's client
+/// (cookies on, redirects off, one TLS configuration shared by all). Not the acceptance
+/// baseline: it shows how much of the gap is the isolation every kit test gets.
+async fn raw_tests(tls: &rustls::ClientConfig, url: &str, n: usize) {
+    let per_test = requests_per_test();
+    for t in 0..n.div_ceil(per_test) {
+        let client = reqwest::Client::builder()
+            .cookie_store(true)
+            .redirect(reqwest::redirect::Policy::none())
+            .tls_backend_preconfigured(tls.clone())
+            .build()
+            .unwrap();
+        for i in t * per_test..(t * per_test + per_test).min(n) {
+            let response = client.get(format!("{url}/items/{i}")).send().await.unwrap();
+            assert_eq!(response.status(), reqwest::StatusCode::OK);
+            let bytes = response.bytes().await.unwrap();
+            let value: Value = serde_json::from_slice(&bytes).unwrap();
+            black_box(value);
+        }
+    }
+}
+
+/// The TLS configuration the kit shares among its clients (no TLS is spoken here; building a
+/// client still loads it).
+fn tls_config() -> rustls::ClientConfig {
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let verifier = rustls_platform_verifier::Verifier::new(Arc::clone(&provider)).unwrap();
+    rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(verifier))
+        .with_no_client_auth()
 }
 
 async fn raw_page(client: &reqwest::Client, url: &str, n: usize) {
@@ -319,6 +361,8 @@ fn main() {
     let scenarios = ["sequential", "32 in flight", "1 MiB page"];
     let mut raw_times: Vec<Vec<(Duration, Duration)>> = vec![Vec::new(); 3];
     let mut kit_times: Vec<Vec<(Duration, Duration)>> = vec![Vec::new(); 3];
+    let mut per_test_times: Vec<Vec<(Duration, Duration)>> = vec![Vec::new(); 2];
+    let tls = tls_config();
     let only = std::env::var("KIT_BENCH_ONLY").ok();
     let runs = |i: usize| only.as_deref().is_none_or(|o| scenarios[i].starts_with(o));
     // One side only (no ratios then): what a profiler should count.
@@ -332,6 +376,9 @@ fn main() {
             if kit_on {
                 kit_times[0].push(timed(&rt, kit_requests(&kit, n, 0, false)));
             }
+            if raw_on {
+                per_test_times[0].push(timed(&rt, raw_tests(&tls, &url, n)));
+            }
         }
         if runs(1) {
             let per_task = n / IN_FLIGHT;
@@ -344,6 +391,12 @@ fn main() {
             if kit_on {
                 kit_times[1].push(timed(&rt, async {
                     let tasks = (0..IN_FLIGHT).map(|t| kit_requests(&kit, per_task, t * per_task, true));
+                    futures_util::future::join_all(tasks).await;
+                }));
+            }
+            if raw_on {
+                per_test_times[1].push(timed(&rt, async {
+                    let tasks = (0..IN_FLIGHT).map(|_| raw_tests(&tls, &url, per_task));
                     futures_util::future::join_all(tasks).await;
                 }));
             }
@@ -381,6 +434,7 @@ fn main() {
         "{:<14} {:>12} {:>12} {:>8} {:>14} {:>14}",
         "scenario", "raw req/s", "kit req/s", "kit/raw", "raw CPU µs/req", "kit CPU µs/req"
     );
+    let mut per_test_rows = Vec::new();
     for (i, scenario) in scenarios.iter().enumerate() {
         if raw_times[i].is_empty() || kit_times[i].is_empty() {
             continue;
@@ -402,9 +456,29 @@ fn main() {
         };
         let (raw, raw_cpu) = rate(&mut raw_times[i]);
         let (kit, kit_cpu) = rate(&mut kit_times[i]);
+        if let Some(times) = per_test_times.get_mut(i).filter(|t| !t.is_empty()) {
+            let (per_test, per_test_cpu) = rate(times);
+            per_test_rows.push(format!(
+                "{scenario:<14} {per_test:>12.0} {kit:>12.0} {:>8.3} {per_test_cpu:>14.1} {kit_cpu:>14.1}",
+                kit / per_test
+            ));
+        }
         println!(
             "{scenario:<14} {raw:>12.0} {kit:>12.0} {:>8.3} {raw_cpu:>14.1} {kit_cpu:>14.1}",
             kit / raw
         );
+    }
+    if !per_test_rows.is_empty() {
+        println!(
+            "not the baseline: raw reqwest with a client per test of {} (a connection and a cookie jar each, as every kit test has)",
+            requests_per_test()
+        );
+        println!(
+            "{:<14} {:>12} {:>12} {:>8} {:>14} {:>14}",
+            "scenario", "raw/test r/s", "kit req/s", "kit/that", "raw CPU µs/req", "kit CPU µs/req"
+        );
+        for row in per_test_rows {
+            println!("{row}");
+        }
     }
 }
