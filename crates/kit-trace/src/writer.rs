@@ -365,11 +365,7 @@ impl ArchiveWriter {
     /// Takes the exclusive lock, opening the lock file first if this writer holds none, or
     /// holds one that was deleted (another process would lock a new file of that name).
     fn lock(&mut self) -> Result<(), TraceError> {
-        let io_err = |action, source| TraceError::Io {
-            path: self.lock_path.clone(),
-            action,
-            source,
-        };
+        let io_err = |action, source| io_error(&self.lock_path, action, source);
         let started = Instant::now();
         let mut pause = Duration::from_micros(200);
         loop {
@@ -422,11 +418,7 @@ impl ArchiveWriter {
         segments: Vec<PreparedEntry>,
         blobs: Vec<(String, PreparedEntry)>,
     ) -> Result<(), TraceError> {
-        let io_err = |action, source| TraceError::Io {
-            path: self.path.clone(),
-            action,
-            source,
-        };
+        let io_err = |action, source| io_error(&self.path, action, source);
         // The archive stays open from one commit to the next (opening and closing it and
         // the lock file was a quarter of a test end's commit), unless it was deleted or
         // replaced since: then the file at its path is the archive.
@@ -463,11 +455,7 @@ impl ArchiveWriter {
         segments: Vec<PreparedEntry>,
         blobs: Vec<(String, PreparedEntry)>,
     ) -> Result<(), TraceError> {
-        let io_err = |action, source| TraceError::Io {
-            path: self.path.clone(),
-            action,
-            source,
-        };
+        let io_err = |action, source| io_error(&self.path, action, source);
 
         let reuse = match &self.cache {
             Some(cached) if cached.len == len => {
@@ -620,6 +608,15 @@ fn deflate(
         action: "compress an entry",
         source,
     })
+}
+
+/// What failed, doing what, to which file.
+fn io_error(path: &Path, action: &'static str, source: std::io::Error) -> TraceError {
+    TraceError::Io {
+        path: path.to_owned(),
+        action,
+        source,
+    }
 }
 
 /// Whether `file` no longer has a name: deleted, or replaced by another file.
