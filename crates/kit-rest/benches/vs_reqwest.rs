@@ -362,7 +362,8 @@ fn main() {
     let mut raw_times: Vec<Vec<(Duration, Duration)>> = vec![Vec::new(); 3];
     let mut kit_times: Vec<Vec<(Duration, Duration)>> = vec![Vec::new(); 3];
     let mut per_test_times: Vec<Vec<(Duration, Duration)>> = vec![Vec::new(); 2];
-    let tls = tls_config();
+    // Built only for the raw side: it loads the platform's root certificates.
+    let tls = std::sync::LazyLock::new(tls_config);
     let only = std::env::var("KIT_BENCH_ONLY").ok();
     let runs = |i: usize| only.as_deref().is_none_or(|o| scenarios[i].starts_with(o));
     // One side only (no ratios then): what a profiler should count.
