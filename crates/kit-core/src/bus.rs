@@ -99,6 +99,8 @@ enum Message {
     /// Flush the collectors; reply with the errors since the previous flush, or keep them for
     /// the next one when nobody waits.
     Flush(Option<Sender<Vec<CollectorError>>>),
+    /// Flush what ended tests sent (`Collector::flush_ended`), and reply.
+    FlushEnded(Sender<Vec<CollectorError>>),
     Register(Box<dyn Collector>),
     Shutdown(Sender<Vec<CollectorError>>),
 }
@@ -346,6 +348,25 @@ impl Bus {
         wait_for(&answer, self.inner.flush_timeout)
     }
 
+    /// Waits until every collector has handled every event this thread published before the
+    /// call, and has made durable what every test that has ended sent
+    /// ([`Collector::flush_ended`]). Tests still running may be left for a later flush: a
+    /// test's end waits for its own events, not to commit the starts of the tests around it.
+    /// Reports collector failures seen since the previous flush.
+    ///
+    /// ```
+    /// use kit_core::{Bus, RecordingCollector};
+    ///
+    /// let bus = Bus::builder().collector(RecordingCollector::new()).start();
+    /// bus.flush_ended().unwrap();
+    /// ```
+    pub fn flush_ended(&self) -> Result<(), BusError> {
+        let (reply, answer) = bounded(1);
+        self.inner
+            .send_now(Message::FlushEnded(reply), self.inner.flush_timeout)?;
+        wait_for(&answer, self.inner.flush_timeout)
+    }
+
     /// Asks every collector to flush, after it has handled every event this thread published
     /// before the call, within [`BusBuilder::requested_flush_delay`] (50 ms by default) and
     /// without waiting for it. Failures are reported by the next [`flush`](Self::flush). A
@@ -496,84 +517,140 @@ fn deliver(
     let _ = spent.tx.try_send(event);
 }
 
+/// Which flush a group of waiters gets.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// Everything the collectors hold ([`Collector::flush`]).
+    Everything,
+    /// What ended tests sent ([`Collector::flush_ended`]).
+    Ended,
+}
+
+/// The dispatcher thread's state.
+struct Dispatcher<'a> {
+    rx: Receiver<Message>,
+    spent: &'a Spent,
+    slots: Vec<Slot>,
+    stats: &'a Counters,
+    /// Errors held until the next flush or shutdown reports them.
+    errors: Vec<CollectorError>,
+    /// When the oldest requested flush not yet covered by a flush must happen.
+    due: Option<Instant>,
+    /// A message taken off the queue while gathering a flush, to handle next.
+    held: Option<Message>,
+    requested_flush_delay: Duration,
+}
+
+impl Dispatcher<'_> {
+    fn deliver(&mut self, event: Event) {
+        deliver(&mut self.slots, &mut self.errors, self.stats, event, self.spent);
+    }
+
+    fn flush(&mut self, scope: Scope) {
+        if scope == Scope::Everything {
+            self.due = None;
+        }
+        for slot in &mut self.slots {
+            slot.guarded(&mut self.errors, |c| match scope {
+                Scope::Everything => c.flush(),
+                Scope::Ended => c.flush_ended(),
+            });
+        }
+    }
+
+    fn finish(&mut self) {
+        for slot in &mut self.slots {
+            slot.guarded(&mut self.errors, |c| c.finish());
+        }
+    }
+
+    /// Group commit: what is already queued behind a flush someone waits for joins it (events
+    /// delivered, waiters gathered), and one flush of the collectors answers every waiter.
+    /// Tests that end together then cost one archive commit, not one each. The group flushes
+    /// everything if any of its waiters asked for that, or a requested flush is due;
+    /// otherwise only what ended tests sent, and requested flushes stay due in their turn.
+    fn group_commit(&mut self, reply: Sender<Vec<CollectorError>>, mut scope: Scope) {
+        let mut waiters = vec![reply];
+        let mut requested = false;
+        for _ in 0..GROUP_LIMIT {
+            match self.rx.try_recv() {
+                Ok(Message::Event(event)) => self.deliver(event),
+                Ok(Message::Flush(Some(reply))) => {
+                    waiters.push(reply);
+                    scope = Scope::Everything;
+                }
+                Ok(Message::FlushEnded(reply)) => waiters.push(reply),
+                Ok(Message::Flush(None)) => requested = true,
+                Ok(other) => {
+                    self.held = Some(other);
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        let now = Instant::now();
+        if self.due.is_some_and(|due| now >= due) || (requested && self.requested_flush_delay.is_zero()) {
+            scope = Scope::Everything;
+        }
+        if requested && scope == Scope::Ended {
+            self.due.get_or_insert(now + self.requested_flush_delay);
+        }
+        self.flush(scope);
+        let errors = std::mem::take(&mut self.errors);
+        // Every waiter hears of the failures; the first gets the errors themselves. A waiter
+        // may have timed out and gone; nothing else to do then.
+        for reply in &waiters[1..] {
+            let _ = reply.send(errors.iter().map(CollectorError::duplicate).collect());
+        }
+        let _ = waiters[0].send(errors);
+    }
+}
+
 fn dispatch(
     rx: Receiver<Message>,
     spent: &Spent,
-    mut slots: Vec<Slot>,
+    slots: Vec<Slot>,
     stats: &Counters,
     wake: &Wake,
     requested_flush_delay: Duration,
 ) {
-    // Errors are held until the next flush or shutdown reports them.
-    let mut errors = Vec::new();
-    let finish = |slots: &mut Vec<Slot>, errors: &mut Vec<CollectorError>| {
-        for slot in slots.iter_mut() {
-            slot.guarded(errors, |c| c.finish());
-        }
-    };
-    let flush = |slots: &mut Vec<Slot>, errors: &mut Vec<CollectorError>| {
-        for slot in slots.iter_mut() {
-            slot.guarded(errors, |c| c.flush());
-        }
+    let mut d = Dispatcher {
+        rx,
+        spent,
+        slots,
+        stats,
+        errors: Vec::new(),
+        due: None,
+        held: None,
+        requested_flush_delay,
     };
     let mut empty_naps = 0;
-    // When the oldest requested flush not yet covered by a flush must happen.
-    let mut due: Option<Instant> = None;
-    // A message taken off the queue while gathering a flush, to handle next.
-    let mut held: Option<Message> = None;
-    while let Some(message) = held
+    while let Some(message) = d
+        .held
         .take()
-        .or_else(|| next_message(&rx, spent, wake, &mut empty_naps, due))
+        .or_else(|| next_message(&d.rx, spent, wake, &mut empty_naps, d.due))
     {
         match message {
-            Message::Event(event) => deliver(&mut slots, &mut errors, stats, event, spent),
+            Message::Event(event) => d.deliver(event),
             Message::Flush(None) if !requested_flush_delay.is_zero() => {
-                due.get_or_insert_with(|| Instant::now() + requested_flush_delay);
+                d.due
+                    .get_or_insert_with(|| Instant::now() + requested_flush_delay);
             }
-            Message::Flush(Some(reply)) => {
-                // Group commit: what is already queued behind this flush joins it (events
-                // delivered, waiters gathered), and one flush of the collectors answers every
-                // waiter. Tests that end together then cost one archive commit, not one each.
-                let mut waiters = vec![reply];
-                for _ in 0..GROUP_LIMIT {
-                    match rx.try_recv() {
-                        Ok(Message::Event(event)) => deliver(&mut slots, &mut errors, stats, event, spent),
-                        Ok(Message::Flush(Some(reply))) => waiters.push(reply),
-                        // Covered by this flush.
-                        Ok(Message::Flush(None)) => {}
-                        Ok(other) => {
-                            held = Some(other);
-                            break;
-                        }
-                        Err(_) => break,
-                    }
-                }
-                due = None;
-                flush(&mut slots, &mut errors);
-                let errors = std::mem::take(&mut errors);
-                // Every waiter hears of the failures; the first gets the errors themselves. A
-                // waiter may have timed out and gone; nothing else to do then.
-                for reply in &waiters[1..] {
-                    let _ = reply.send(errors.iter().map(CollectorError::duplicate).collect());
-                }
-                let _ = waiters[0].send(errors);
-            }
-            Message::Flush(None) | Message::FlushDue => {
-                // Without a waiter, the errors wait for the next flush.
-                due = None;
-                flush(&mut slots, &mut errors);
-            }
-            Message::Register(collector) => slots.push(Slot::new(collector)),
+            Message::Flush(Some(reply)) => d.group_commit(reply, Scope::Everything),
+            Message::FlushEnded(reply) => d.group_commit(reply, Scope::Ended),
+            // Without a waiter, the errors wait for the next flush.
+            Message::Flush(None) | Message::FlushDue => d.flush(Scope::Everything),
+            Message::Register(collector) => d.slots.push(Slot::new(collector)),
             Message::Shutdown(reply) => {
-                finish(&mut slots, &mut errors);
-                let _ = reply.send(std::mem::take(&mut errors));
+                d.finish();
+                let _ = reply.send(std::mem::take(&mut d.errors));
                 return;
             }
         }
     }
     // Every handle is gone: nobody can ask for errors any more, but collectors still get to
     // write what they hold.
-    finish(&mut slots, &mut errors);
+    d.finish();
 }
 
 #[cfg(test)]
@@ -850,6 +927,58 @@ mod tests {
         // Nothing was left due: a later wait sees no second flush of the request.
         thread::sleep(NAP * 4);
         assert_eq!(flushes.load(Ordering::SeqCst), 1);
+    }
+
+    /// Counts full flushes and flushes of ended tests apart.
+    struct CountsBoth {
+        full: Arc<AtomicU64>,
+        ended: Arc<AtomicU64>,
+    }
+    impl Collector for CountsBoth {
+        fn on_event(&mut self, _: &Event) {}
+        fn flush(&mut self) -> Result<(), CollectorError> {
+            self.full.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }
+        fn flush_ended(&mut self) -> Result<(), CollectorError> {
+            self.ended.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }
+    }
+
+    /// A test's end flushes what ended tests sent, and leaves another test's requested start
+    /// flush due in its turn; a full flush, or a due request, flushes everything.
+    #[test]
+    fn a_flush_of_ended_tests_leaves_a_requested_flush_due() {
+        let delay = Duration::from_millis(200);
+        let (full, ended) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let bus = Bus::builder()
+            .requested_flush_delay(delay)
+            .collector(CountsBoth {
+                full: Arc::clone(&full),
+                ended: Arc::clone(&ended),
+            })
+            .start();
+        let requested = Instant::now();
+        bus.request_flush().unwrap();
+        bus.flush_ended().unwrap();
+        bus.flush_ended().unwrap();
+        assert_eq!(ended.load(Ordering::SeqCst), 2);
+        assert_eq!(full.load(Ordering::SeqCst), 0, "the request is not due yet");
+        eventually("the requested flush", || full.load(Ordering::SeqCst) == 1);
+        assert!(
+            requested.elapsed() >= delay,
+            "flushed after {:?}",
+            requested.elapsed()
+        );
+
+        // A full flush someone waits for still covers a request: nothing is left due after it.
+        bus.request_flush().unwrap();
+        bus.flush().unwrap();
+        assert_eq!(full.load(Ordering::SeqCst), 2);
+        thread::sleep(delay + NAP * 4);
+        assert_eq!(full.load(Ordering::SeqCst), 2);
+        assert_eq!(ended.load(Ordering::SeqCst), 2);
     }
 
     /// Alone, a requested flush happens once its delay is over, and not before; even when the

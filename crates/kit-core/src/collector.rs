@@ -48,6 +48,16 @@ pub trait Collector: Send + 'static {
         Ok(())
     }
 
+    /// Makes durable at least what every test that has ended sent; the rest may wait for the
+    /// next [`flush`](Collector::flush). Called instead of `flush` when only test ends wait
+    /// ([`KitExecutionContext::finish`](crate::KitExecutionContext::finish) uses
+    /// [`Bus::flush_ended`](crate::Bus::flush_ended)), so a collector that commits per test can
+    /// leave a test that is still running for later, and commit it once, whole, when it ends.
+    /// Defaults to [`flush`](Collector::flush).
+    fn flush_ended(&mut self) -> Result<(), CollectorError> {
+        self.flush()
+    }
+
     /// Called once when the bus shuts down, after the last event. Defaults to
     /// [`flush`](Collector::flush).
     fn finish(&mut self) -> Result<(), CollectorError> {
@@ -74,6 +84,9 @@ impl<C: Collector + ?Sized> Collector for Box<C> {
     fn flush(&mut self) -> Result<(), CollectorError> {
         (**self).flush()
     }
+    fn flush_ended(&mut self) -> Result<(), CollectorError> {
+        (**self).flush_ended()
+    }
     fn finish(&mut self) -> Result<(), CollectorError> {
         (**self).finish()
     }
@@ -94,6 +107,9 @@ impl<C: Collector> Collector for Option<C> {
     fn flush(&mut self) -> Result<(), CollectorError> {
         self.as_mut().map_or(Ok(()), Collector::flush)
     }
+    fn flush_ended(&mut self) -> Result<(), CollectorError> {
+        self.as_mut().map_or(Ok(()), Collector::flush_ended)
+    }
     fn finish(&mut self) -> Result<(), CollectorError> {
         self.as_mut().map_or(Ok(()), Collector::finish)
     }
@@ -112,6 +128,11 @@ impl<C: Collector> Collector for Vec<C> {
     }
     fn flush(&mut self) -> Result<(), CollectorError> {
         self.iter_mut().map(Collector::flush).fold(Ok(()), Result::and)
+    }
+    fn flush_ended(&mut self) -> Result<(), CollectorError> {
+        self.iter_mut()
+            .map(Collector::flush_ended)
+            .fold(Ok(()), Result::and)
     }
     fn finish(&mut self) -> Result<(), CollectorError> {
         self.iter_mut().map(Collector::finish).fold(Ok(()), Result::and)
@@ -183,6 +204,12 @@ impl<C: Collector> Collector for SharedCollector<C> {
     }
     fn flush(&mut self) -> Result<(), CollectorError> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner).flush()
+    }
+    fn flush_ended(&mut self) -> Result<(), CollectorError> {
+        self.inner
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .flush_ended()
     }
     fn finish(&mut self) -> Result<(), CollectorError> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner).finish()

@@ -672,6 +672,20 @@ impl Collector for ArchiveWriter {
         }
     }
 
+    /// Commits the tests that have ended. Tests still running wait for the next full flush
+    /// (their requested start flush comes due) or for their own end: a test that ends soon
+    /// after it starts is committed once, whole, however many other tests end meanwhile.
+    fn flush_ended(&mut self) -> Result<(), CollectorError> {
+        let (ended, running): (Vec<TestId>, Vec<TestId>) = std::mem::take(&mut self.pending)
+            .into_iter()
+            .partition(|test| self.tests.get(test).is_some_and(|b| b.is_final));
+        self.pending = ended;
+        let flushed = self.flush();
+        // What did not commit (after a failure) stays pending, before the running tests.
+        self.pending.extend(running);
+        flushed
+    }
+
     /// Commits everything still buffered, including tests that have not finished (they read
     /// back as interrupted).
     fn finish(&mut self) -> Result<(), CollectorError> {

@@ -142,6 +142,93 @@ fn a_started_test_is_durable_before_its_body_runs_and_reads_back_interrupted() {
     assert_eq!(tests[1].duration, None);
 }
 
+/// How many segment entries each test has in the archive at `path`, by test id.
+fn segments_per_test(path: &Path) -> std::collections::HashMap<String, usize> {
+    let zip = zip::ZipArchive::new(File::open(path).unwrap()).unwrap();
+    let mut counts = std::collections::HashMap::new();
+    for name in zip.file_names() {
+        if let Some((_, rest)) = name.unwrap().split_once("/tests/")
+            && let Some((test, _)) = rest.split_once('/')
+        {
+            *counts.entry(test.to_owned()).or_insert(0) += 1;
+        }
+    }
+    counts
+}
+
+/// Begins a test as the kit's runner does: the start's flush requested, not waited for.
+fn begin(run: &KitRun, name: &str) -> KitExecutionContext {
+    let ctx = run.begin_test(TestStarted::new(name));
+    ctx.request_flush().unwrap();
+    ctx
+}
+
+#[test]
+fn a_test_ending_within_the_delay_is_one_segment_however_many_tests_end_meanwhile() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_id = RunId::new("r3s").unwrap();
+    let writer = ArchiveWriter::create(dir.path(), RunManifest::new(run_id.clone(), "cargo-test")).unwrap();
+    let path = writer.path().to_owned();
+    let bus = Bus::builder()
+        .requested_flush_delay(std::time::Duration::from_secs(30))
+        .collector(writer)
+        .start();
+    let host = KitBuilder::new(Configuration::new()).build().unwrap().host;
+    let run = KitRun::new(host, bus, run_id);
+
+    let long = begin(&run, "long");
+    for i in 0..5 {
+        let short = begin(&run, &format!("short{i}"));
+        short.finish(TestOutcome::Passed).unwrap();
+        // Each end is durable when `finish` returns; the long test's start is not yet.
+        let segments = segments_per_test(&path);
+        assert_eq!(segments.get(&short.test_id().to_string()), Some(&1));
+        assert_eq!(segments.get(&long.test_id().to_string()), None);
+    }
+    long.finish(TestOutcome::Passed).unwrap();
+    let segments = segments_per_test(&path);
+    assert_eq!(segments.len(), 6);
+    assert!(segments.values().all(|n| *n == 1), "{segments:?}");
+    let names: Vec<String> = read_all(&path).into_iter().map(|t| t.name).collect();
+    assert_eq!(names.len(), 6);
+}
+
+#[test]
+fn a_running_test_is_durable_once_its_requested_flush_comes_due_whatever_ends_meanwhile() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_id = RunId::new("r3d").unwrap();
+    let writer = ArchiveWriter::create(dir.path(), RunManifest::new(run_id.clone(), "cargo-test")).unwrap();
+    let path = writer.path().to_owned();
+    let delay = std::time::Duration::from_millis(100);
+    let bus = Bus::builder()
+        .requested_flush_delay(delay)
+        .collector(writer)
+        .start();
+    let host = KitBuilder::new(Configuration::new()).build().unwrap().host;
+    let run = KitRun::new(host, bus, run_id);
+
+    let running = begin(&run, "running");
+    let started = std::time::Instant::now();
+    // Tests keep ending while it runs; none of their flushes is for its start, and none may
+    // cancel its start's requested flush either.
+    let mut i = 0;
+    while started.elapsed() < delay * 3 {
+        begin(&run, &format!("other{i}"))
+            .finish(TestOutcome::Passed)
+            .unwrap();
+        i += 1;
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let tests = read_all(&path);
+    let shown = tests
+        .iter()
+        .find(|t| t.name == "running")
+        .expect("the running test's start");
+    assert_eq!(shown.outcome, TestOutcome::Interrupted);
+    running.finish(TestOutcome::Passed).unwrap();
+    assert_eq!(segments_per_test(&path)[&running.test_id().to_string()], 2);
+}
+
 #[test]
 fn writers_in_many_processes_share_one_archive() {
     // Separate writers hold separate lock handles, as separate processes do.
