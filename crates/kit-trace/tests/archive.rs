@@ -10,11 +10,16 @@ use kit_core::*;
 use kit_trace::*;
 
 fn run_with_writer(dir: &Path, run_id: &str, options: WriterOptions) -> (KitRun, PathBuf) {
+    run_on(Bus::builder(), dir, run_id, options)
+}
+
+/// A run whose bus is `bus` with the writer added.
+fn run_on(bus: BusBuilder, dir: &Path, run_id: &str, options: WriterOptions) -> (KitRun, PathBuf) {
     let run_id = RunId::new(run_id).unwrap();
     let writer =
         ArchiveWriter::with_options(dir, RunManifest::new(run_id.clone(), "cargo-test"), options).unwrap();
     let path = writer.path().to_owned();
-    let bus = Bus::builder().collector(writer).start();
+    let bus = bus.collector(writer).start();
     let host = KitBuilder::new(Configuration::new()).build().unwrap().host;
     (KitRun::new(host, bus, run_id), path)
 }
@@ -166,15 +171,8 @@ fn begin(run: &KitRun, name: &str) -> KitExecutionContext {
 #[test]
 fn a_test_ending_within_the_delay_is_one_segment_however_many_tests_end_meanwhile() {
     let dir = tempfile::tempdir().unwrap();
-    let run_id = RunId::new("r3s").unwrap();
-    let writer = ArchiveWriter::create(dir.path(), RunManifest::new(run_id.clone(), "cargo-test")).unwrap();
-    let path = writer.path().to_owned();
-    let bus = Bus::builder()
-        .requested_flush_delay(std::time::Duration::from_secs(30))
-        .collector(writer)
-        .start();
-    let host = KitBuilder::new(Configuration::new()).build().unwrap().host;
-    let run = KitRun::new(host, bus, run_id);
+    let bus = Bus::builder().requested_flush_delay(std::time::Duration::from_secs(30));
+    let (run, path) = run_on(bus, dir.path(), "r3s", WriterOptions::default());
 
     let long = begin(&run, "long");
     for i in 0..5 {
@@ -196,16 +194,13 @@ fn a_test_ending_within_the_delay_is_one_segment_however_many_tests_end_meanwhil
 #[test]
 fn a_running_test_is_durable_once_its_requested_flush_comes_due_whatever_ends_meanwhile() {
     let dir = tempfile::tempdir().unwrap();
-    let run_id = RunId::new("r3d").unwrap();
-    let writer = ArchiveWriter::create(dir.path(), RunManifest::new(run_id.clone(), "cargo-test")).unwrap();
-    let path = writer.path().to_owned();
     let delay = std::time::Duration::from_millis(100);
-    let bus = Bus::builder()
-        .requested_flush_delay(delay)
-        .collector(writer)
-        .start();
-    let host = KitBuilder::new(Configuration::new()).build().unwrap().host;
-    let run = KitRun::new(host, bus, run_id);
+    let (run, path) = run_on(
+        Bus::builder().requested_flush_delay(delay),
+        dir.path(),
+        "r3d",
+        WriterOptions::default(),
+    );
 
     let running = begin(&run, "running");
     let started = std::time::Instant::now();
