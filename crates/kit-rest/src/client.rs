@@ -308,7 +308,8 @@ fn base_address(
     candidate: &Candidate<'_>,
     requested: Option<&str>,
 ) -> Result<BaseAddress, RestError> {
-    let qualified = candidate.qualified();
+    // Named only in errors: formatting it for every request cost more than the rest.
+    let qualified = || candidate.qualified();
     let registration = candidate.registration;
     if let Some(resolver) = &registration.resolver {
         return Ok(BaseAddress::Resolved(resolver.clone()));
@@ -318,7 +319,8 @@ fn base_address(
     }
     let Some(app_name) = candidate.application else {
         return Err(RestError::Client(format!(
-            "the host-level REST client '{qualified}' has no base URL; give it one with .base_url(\"https://…\") or .resolve_with(…)"
+            "the host-level REST client '{}' has no base URL; give it one with .base_url(\"https://…\") or .resolve_with(…)",
+            qualified()
         )));
     };
     let config = host.configuration();
@@ -328,7 +330,8 @@ fn base_address(
         match config.get(&key) {
             Some(path) => Ok(Some(path.to_owned())),
             None if required => Err(RestError::Client(format!(
-                "REST client '{qualified}' uses endpoint '{name}', but {key} is not configured"
+                "REST client '{}' uses endpoint '{name}', but {key} is not configured",
+                qualified()
             ))),
             None => Ok(None),
         }
@@ -339,7 +342,7 @@ fn base_address(
                 let path = endpoint_path(endpoint, true)?.unwrap_or_default();
                 join_path(&base, &path)
                     .map(BaseAddress::Fixed)
-                    .map_err(|e| RestError::Client(format!("{qualified}: {e}")))
+                    .map_err(|e| RestError::Client(format!("{}: {e}", qualified())))
             }
             None => Ok(BaseAddress::Fixed(base)),
         }
@@ -370,14 +373,67 @@ fn base_address(
         return match path {
             Some(path) => join_path(&base, &path)
                 .map(BaseAddress::Fixed)
-                .map_err(|e| RestError::Client(format!("{qualified}: {e}"))),
+                .map_err(|e| RestError::Client(format!("{}: {e}", qualified()))),
             None => Ok(BaseAddress::Fixed(base)),
         };
     }
     Err(RestError::Client(format!(
-        "REST client '{qualified}' has no base address: configure {base_key} (or the environment variable \
-         Kit__Applications__{app_name}__BaseUrl), give the client .base_url(\"https://…\"), or add an in-process server"
+        "REST client '{}' has no base address: configure {base_key} (or the environment variable \
+         Kit__Applications__{app_name}__BaseUrl), give the client .base_url(\"https://…\"), or add an in-process server",
+        qualified()
     )))
+}
+
+/// What one test's requests resolved, by requested name. The registrations and the test's
+/// bindings do not change while it runs, so the pick (which names every candidate) is made
+/// once per test and name, not per request. The base address is worked out again for every
+/// request unless the registration fixes it, since a started piece of an application may
+/// publish one meanwhile.
+#[derive(Default)]
+struct TestResolutions(Vec<(Option<String>, Resolution)>);
+
+#[derive(Clone)]
+struct Resolution {
+    resolved: Arc<ResolvedClient>,
+    /// Where the registration is (its application's index, or none for the host's, and its
+    /// index there), to work the base address out again; `None` when the registration fixes
+    /// it (a `base_url`, or a resolver that runs per request anyway).
+    again: Option<(Option<usize>, usize)>,
+}
+
+/// The registered client at `at` (see [`Resolution::again`]).
+fn candidate_at(host: &Host, (application, index): (Option<usize>, usize)) -> Option<Candidate<'_>> {
+    let (application, registration) = match application {
+        Some(i) => {
+            let app = host.applications().get(i)?;
+            (Some(app.name()), app.extensions().get::<RestRegistration>()?)
+        }
+        None => (None, host.extensions().get::<RestRegistration>()?),
+    };
+    Some(Candidate {
+        application,
+        registration: registration.clients.get(index)?,
+        more_configure: Vec::new(),
+    })
+}
+
+/// Where `candidate`'s registration is in `host`, for [`candidate_at`].
+fn locate(host: &Host, candidate: &Candidate<'_>) -> Option<(Option<usize>, usize)> {
+    let (application, registration) = match candidate.application {
+        Some(name) => {
+            let i = host.applications().iter().position(|a| a.name() == name)?;
+            (
+                Some(i),
+                host.applications()[i].extensions().get::<RestRegistration>()?,
+            )
+        }
+        None => (None, host.extensions().get::<RestRegistration>()?),
+    };
+    let index = registration
+        .clients
+        .iter()
+        .position(|c| std::ptr::eq(c, candidate.registration))?;
+    Some((application, index))
 }
 
 /// The test's client for `requested` (or the one resolution picks), built on first use.
@@ -386,6 +442,25 @@ pub(crate) fn resolve(
     requested: Option<&str>,
 ) -> Result<Arc<ResolvedClient>, RestError> {
     let host = ctx.host();
+    let known = ctx.with_extensions(|ext| {
+        ext.get::<TestResolutions>().and_then(|r| {
+            r.0.iter()
+                .find(|(name, _)| name.as_deref() == requested)
+                .map(|(_, resolution)| resolution.clone())
+        })
+    });
+    if let Some(Resolution { resolved, again }) = known {
+        let Some(candidate) = again.and_then(|at| candidate_at(host, at)) else {
+            return Ok(resolved);
+        };
+        return Ok(Arc::new(ResolvedClient {
+            client: resolved.client.clone(),
+            base: base_address(host, &candidate, requested)?,
+            target: resolved.target.clone(),
+            application: resolved.application.clone(),
+            default_auth: resolved.default_auth.clone(),
+        }));
+    }
     let candidate = pick(host, ctx, requested)?;
     let qualified = candidate.qualified();
     // The requested name can choose the in-process endpoint, so the base is worked out for
@@ -399,13 +474,28 @@ pub(crate) fn resolve(
         Some(client) => client,
         None => build_client(ctx, &candidate, &qualified)?,
     };
-    Ok(Arc::new(ResolvedClient {
+    let resolved = Arc::new(ResolvedClient {
         client,
         base,
         target: qualified,
         application: candidate.application.map(str::to_owned),
         default_auth: default_auth(host, candidate.application),
-    }))
+    });
+    let fixed = candidate.registration.resolver.is_some() || candidate.registration.base_url.is_some();
+    // A registration that cannot be found again (none today) is resolved afresh each time.
+    let again = if fixed { None } else { locate(host, &candidate) };
+    if fixed || again.is_some() {
+        let resolution = Resolution {
+            resolved: Arc::clone(&resolved),
+            again,
+        };
+        ctx.with_extensions(|ext| {
+            ext.get_or_insert_with(TestResolutions::default)
+                .0
+                .push((requested.map(str::to_owned), resolution));
+        });
+    }
+    Ok(resolved)
 }
 
 fn build_client(

@@ -246,6 +246,9 @@ async fn rule_6_an_address_published_by_a_started_piece_wins_over_configuration(
     publish_address(run.host(), "Orders", &started).unwrap();
     let after = test(&run, Some("orders"), None);
     assert_eq!(body(after.rest(), "/x").await, "started /api/x");
+    // A test that resolved its client before the address was published uses it from then on
+    // too: the pick is kept for the test, the base address is not.
+    assert_eq!(body(before.rest(), "/x").await, "started /api/x");
     let err = publish_address(run.host(), "orders", "/relative")
         .unwrap_err()
         .to_string();
