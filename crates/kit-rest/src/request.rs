@@ -297,14 +297,71 @@ pub(crate) fn fill_route(route: &str, params: &[(String, String)]) -> Result<Str
 }
 
 /// Header attributes (`http.request.header.<name>` or `http.response.header.<name>`), sanitized.
-fn header_attributes(attributes: &mut Attributes, prefix: &str, headers: &HeaderMap, sanitizer: &Sanitizer) {
+fn header_attributes(attributes: &mut Attributes, side: Side, headers: &HeaderMap, sanitizer: &Sanitizer) {
     let pairs = headers
         .iter()
         .map(|(name, value)| (name.as_str(), value.as_bytes()));
-    for (name, value) in sanitizer.headers(pairs) {
-        attributes.push(format!("{prefix}{name}"), value);
-    }
+    sanitizer.headers_with(pairs, |name, value| {
+        attributes.push(header_key(side, name), value)
+    });
 }
+
+/// Which message a header is on.
+#[derive(Clone, Copy)]
+enum Side {
+    Request,
+    Response,
+}
+
+/// Declares the static attribute keys of the headers nearly every request and response has.
+macro_rules! common_header_keys {
+    ($($name:literal),* $(,)?) => {
+        /// Header names whose attribute keys are static strings.
+        #[cfg(test)]
+        const COMMON_HEADERS: &[&str] = &[$($name),*];
+
+        /// The attribute key of header `name` (lower case, as `http` keeps names): a static
+        /// string for the common headers, which spares an allocation per header per request.
+        fn header_key(side: Side, name: &str) -> std::borrow::Cow<'static, str> {
+            let known = match side {
+                Side::Request => match name {
+                    $($name => Some(concat!("http.request.header.", $name)),)*
+                    _ => None,
+                },
+                Side::Response => match name {
+                    $($name => Some(concat!("http.response.header.", $name)),)*
+                    _ => None,
+                },
+            };
+            match (known, side) {
+                (Some(key), _) => key.into(),
+                (None, Side::Request) => format!("{}{name}", semconv::HTTP_REQUEST_HEADER_PREFIX).into(),
+                (None, Side::Response) => format!("{}{name}", semconv::HTTP_RESPONSE_HEADER_PREFIX).into(),
+            }
+        }
+    };
+}
+
+common_header_keys!(
+    "accept",
+    "accept-encoding",
+    "authorization",
+    "cache-control",
+    "connection",
+    "content-encoding",
+    "content-length",
+    "content-type",
+    "cookie",
+    "date",
+    "etag",
+    "host",
+    "location",
+    "server",
+    "set-cookie",
+    "transfer-encoding",
+    "user-agent",
+    "vary",
+);
 
 /// What a failure before sending records: an `http.failure` under the test, and the error.
 struct Failures<'a> {
@@ -490,7 +547,7 @@ impl PendingRequest {
         }
         header_attributes(
             &mut start_attributes,
-            semconv::HTTP_REQUEST_HEADER_PREFIX,
+            Side::Request,
             request.headers(),
             &sanitizer,
         );
@@ -595,12 +652,7 @@ impl PendingRequest {
                 semconv::KIT_DURATION_NS,
                 u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX),
             );
-        header_attributes(
-            &mut attributes,
-            semconv::HTTP_RESPONSE_HEADER_PREFIX,
-            raw.headers(),
-            &sanitizer,
-        );
+        header_attributes(&mut attributes, Side::Response, raw.headers(), &sanitizer);
         attributes.push(semconv::NETWORK_PROTOCOL_VERSION, protocol_version(raw.version()));
         if !shown_response_body.text.is_empty() {
             attributes.push(semconv::KIT_RESPONSE_BODY, shown_response_body.text.as_str());
@@ -703,6 +755,27 @@ fn end_with_failure(operation: kit_core::Operation, kind: &'static str, error: R
 
 #[cfg(test)]
 mod tests {
+    use super::{COMMON_HEADERS, Side, header_key};
+    use kit_core::semconv;
+
+    #[test]
+    fn a_common_header_key_is_the_prefix_and_name_as_any_other() {
+        for name in COMMON_HEADERS.iter().copied().chain(["x-request-id"]) {
+            assert_eq!(
+                header_key(Side::Request, name),
+                format!("{}{name}", semconv::HTTP_REQUEST_HEADER_PREFIX)
+            );
+            assert_eq!(
+                header_key(Side::Response, name),
+                format!("{}{name}", semconv::HTTP_RESPONSE_HEADER_PREFIX)
+            );
+        }
+        assert!(matches!(
+            header_key(Side::Response, "content-type"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+    }
+
     use super::*;
 
     fn params(list: &[(&str, &str)]) -> Vec<(String, String)> {

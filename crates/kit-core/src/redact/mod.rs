@@ -295,8 +295,13 @@ impl Sanitizer {
     /// One header's values as recorded: joined with `, `, or `[REDACTED]` for a sensitive
     /// header (whose values, and the credentials in them, become known secrets).
     pub fn header(&self, name: &str, values: &[&str]) -> String {
+        // Nearly every header has one value: it is not joined into a copy first.
+        let joined: Cow<'_, str> = match values {
+            [one] => Cow::Borrowed(one),
+            _ => Cow::Owned(values.join(", ")),
+        };
         if !self.redact {
-            return values.join(", ");
+            return joined.into_owned();
         }
         if self.rules.is_sensitive_header(name) {
             for value in values {
@@ -304,7 +309,10 @@ impl Sanitizer {
             }
             return REDACTED.to_owned();
         }
-        self.secrets.replace_known(&values.join(", ")).into_owned()
+        if let Cow::Owned(replaced) = self.secrets.replace_known(&joined) {
+            return replaced;
+        }
+        joined.into_owned()
     }
 
     fn remember_header_value(&self, name: &str, value: &str) {
@@ -336,21 +344,48 @@ impl Sanitizer {
         &self,
         headers: impl IntoIterator<Item = (&'h str, &'h [u8])>,
     ) -> Vec<(String, String)> {
-        let mut grouped: Vec<(&str, Vec<String>)> = Vec::new();
+        let mut shown = Vec::new();
+        self.headers_with(headers, |name, value| shown.push((name.to_owned(), value)));
+        shown
+    }
+
+    /// [`headers`](Self::headers), handing each name and recorded value to `each` instead of
+    /// collecting them: a caller that makes its own key from the name need not copy it first.
+    ///
+    /// ```
+    /// use kit_core::{KitHttpAttachmentOptions, redact::{Sanitizer, SecretRegistry}};
+    /// use std::sync::Arc;
+    ///
+    /// let sanitizer = Sanitizer::new(&KitHttpAttachmentOptions::default(), Arc::new(SecretRegistry::new()));
+    /// let headers = [("accept", &b"*/*"[..]), ("authorization", b"Bearer t0k"), ("Accept", b"text/plain")];
+    /// let mut shown = Vec::new();
+    /// sanitizer.headers_with(headers, |name, value| shown.push(format!("{name}: {value}")));
+    /// assert_eq!(shown, ["accept: */*, text/plain", "authorization: [REDACTED]"]);
+    /// ```
+    pub fn headers_with<'h>(
+        &self,
+        headers: impl IntoIterator<Item = (&'h str, &'h [u8])>,
+        mut each: impl FnMut(&'h str, String),
+    ) {
+        let mut grouped: Vec<(&'h str, Vec<Cow<'h, str>>)> = Vec::new();
         for (name, value) in headers {
-            let value = String::from_utf8_lossy(value).into_owned();
+            // Borrowed unless the bytes are not UTF-8.
+            let value = String::from_utf8_lossy(value);
             match grouped.iter_mut().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
                 Some((_, values)) => values.push(value),
                 None => grouped.push((name, vec![value])),
             }
         }
-        grouped
-            .into_iter()
-            .map(|(name, values)| {
-                let refs: Vec<&str> = values.iter().map(String::as_str).collect();
-                (name.to_owned(), self.header(name, &refs))
-            })
-            .collect()
+        for (name, values) in grouped {
+            let shown = match values.as_slice() {
+                [one] => self.header(name, &[one.as_ref()]),
+                _ => {
+                    let refs: Vec<&str> = values.iter().map(AsRef::as_ref).collect();
+                    self.header(name, &refs)
+                }
+            };
+            each(name, shown);
+        }
     }
 
     /// A body as recorded: redacted by its structure, then by known secrets, then cut at the
