@@ -106,7 +106,10 @@ impl Matcher {
         if map.len() != 1 {
             return None;
         }
-        map.get(MATCHER_KEY)
+        // The one member, compared: a keyed lookup hashes the name first, and the walk asks
+        // this of every object in the shape.
+        let (name, inner) = map.iter().next()?;
+        (name == MATCHER_KEY).then_some(inner)
     }
 
     /// Parses a `$kit:matcher` value (straight from the tree: no copy of it first).

@@ -12,7 +12,6 @@
 //! 6. every mismatch is reported, each with its JSON path, and so is every path that matched.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::fmt;
 use std::rc::Rc;
 
@@ -152,9 +151,10 @@ type Parsed = Rc<Result<MatcherKind, String>>;
 /// `each` shape is met once per element, and parsing its matchers anew each time cost more than
 /// the rest of the walk on a large array. The addresses stay valid and unique for the whole
 /// walk: they point into the caller's shape, or into `each` shapes held by parsed matchers that
-/// this map keeps alive.
+/// this map keeps alive. Fx-hashed: the key is an address, and SipHash made a lookup cost
+/// more than the matcher it finds.
 #[derive(Default)]
-struct MatcherCache(RefCell<HashMap<*const Value, Parsed>>);
+struct MatcherCache(RefCell<rustc_hash::FxHashMap<*const Value, Parsed>>);
 
 impl MatcherCache {
     fn get(&self, shape: &Value) -> Option<Parsed> {
