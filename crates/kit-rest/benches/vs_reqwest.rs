@@ -139,13 +139,18 @@ fn runtime() -> tokio::runtime::Runtime {
 
 // === raw ===
 
+/// One raw request: the status checked and the body parsed, as each kit request is asserted.
+async fn raw_get(client: &reqwest::Client, url: String) {
+    let response = client.get(url).send().await.unwrap();
+    assert_eq!(response.status(), reqwest::StatusCode::OK);
+    let bytes = response.bytes().await.unwrap();
+    let value: Value = serde_json::from_slice(&bytes).unwrap();
+    black_box(value);
+}
+
 async fn raw_requests(client: &reqwest::Client, url: &str, n: usize) {
     for i in 0..n {
-        let response = client.get(format!("{url}/items/{i}")).send().await.unwrap();
-        assert_eq!(response.status(), reqwest::StatusCode::OK);
-        let bytes = response.bytes().await.unwrap();
-        let value: Value = serde_json::from_slice(&bytes).unwrap();
-        black_box(value);
+        raw_get(client, format!("{url}/items/{i}")).await;
     }
 }
 
@@ -163,11 +168,7 @@ async fn raw_tests(tls: &rustls::ClientConfig, url: &str, n: usize) {
             .build()
             .unwrap();
         for i in t * per_test..(t * per_test + per_test).min(n) {
-            let response = client.get(format!("{url}/items/{i}")).send().await.unwrap();
-            assert_eq!(response.status(), reqwest::StatusCode::OK);
-            let bytes = response.bytes().await.unwrap();
-            let value: Value = serde_json::from_slice(&bytes).unwrap();
-            black_box(value);
+            raw_get(&client, format!("{url}/items/{i}")).await;
         }
     }
 }
@@ -187,11 +188,7 @@ fn tls_config() -> rustls::ClientConfig {
 
 async fn raw_page(client: &reqwest::Client, url: &str, n: usize) {
     for _ in 0..n {
-        let response = client.get(format!("{url}/page")).send().await.unwrap();
-        assert_eq!(response.status(), reqwest::StatusCode::OK);
-        let bytes = response.bytes().await.unwrap();
-        let value: Value = serde_json::from_slice(&bytes).unwrap();
-        black_box(value);
+        raw_get(client, format!("{url}/page")).await;
     }
 }
 

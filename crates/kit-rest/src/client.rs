@@ -449,17 +449,28 @@ pub(crate) fn resolve(
                 .map(|(_, resolution)| resolution.clone())
         })
     });
-    if let Some(Resolution { resolved, again }) = known {
-        let Some(candidate) = again.and_then(|at| candidate_at(host, at)) else {
-            return Ok(resolved);
-        };
-        return Ok(Arc::new(ResolvedClient {
-            client: resolved.client.clone(),
-            base: base_address(host, &candidate, requested)?,
-            target: resolved.target.clone(),
-            application: resolved.application.clone(),
-            default_auth: resolved.default_auth.clone(),
-        }));
+    match known {
+        Some(Resolution {
+            resolved,
+            again: None,
+        }) => return Ok(resolved),
+        Some(Resolution {
+            resolved,
+            again: Some(at),
+        }) => {
+            // The registrations never change, so the candidate is found again; were it not,
+            // the pick below is made afresh rather than keeping a stale base.
+            if let Some(candidate) = candidate_at(host, at) {
+                return Ok(Arc::new(ResolvedClient {
+                    client: resolved.client.clone(),
+                    base: base_address(host, &candidate, requested)?,
+                    target: resolved.target.clone(),
+                    application: resolved.application.clone(),
+                    default_auth: resolved.default_auth.clone(),
+                }));
+            }
+        }
+        None => {}
     }
     let candidate = pick(host, ctx, requested)?;
     let qualified = candidate.qualified();
