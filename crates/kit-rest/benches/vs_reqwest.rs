@@ -25,7 +25,8 @@
 //! `KIT_BENCH_REQUESTS`, `KIT_BENCH_PAGES`, `KIT_BENCH_PER_TEST`. To see what the kit's
 //! pipeline costs: `KIT_BENCH_VARIANT=bare` (no archive, collectors or attachments). To run
 //! one scenario (for a profiler): `KIT_BENCH_ONLY=sequential` (or `32`, `1 MiB`); one side
-//! only, with no table then: `KIT_BENCH_SIDE=raw` or `kit`.
+//! only, with no table then: `KIT_BENCH_SIDE=raw` or `kit`. To keep the kit's archive for a
+//! look inside: `KIT_BENCH_KEEP=path`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, missing_docs)]
 
@@ -420,6 +421,9 @@ fn main() {
         "sequential kit tests waited {:.0} µs each in finish (the end-of-test commit)",
         FINISH_WAIT_NS.load(Ordering::Relaxed) as f64 / 1e3 / finished as f64
     );
+    if let Ok(keep) = std::env::var("KIT_BENCH_KEEP") {
+        std::fs::copy(&kit.archive, keep).unwrap();
+    }
     if let Ok(reader) = kit_trace::ArchiveReader::open(&kit.archive) {
         let size = std::fs::metadata(&kit.archive).map(|m| m.len()).unwrap_or(0);
         println!(

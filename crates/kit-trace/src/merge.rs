@@ -12,7 +12,7 @@ use kit_core::{EventKind, RunId, TestId};
 use crate::TraceError;
 use crate::format::{self, EntryPath, FORMAT_VERSION, MERGE_ENTRY, MIME_TYPE, MIME_TYPE_ENTRY};
 use crate::read::ArchiveReader;
-use crate::zipfile::{self, Deflater, Directory, PreparedEntry};
+use crate::zipfile::{self, Deflater, Directory, PreparedEntry, Room};
 
 /// What a merge did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -84,6 +84,7 @@ fn merge_into(file: &File, out: &Path, shards: &[PathBuf]) -> Result<MergeSummar
             MIME_TYPE_ENTRY,
             MIME_TYPE.as_bytes().to_vec(),
         )],
+        Room::None,
     )
     .map_err(write_error)?;
 
@@ -162,7 +163,7 @@ fn merge_into(file: &File, out: &Path, shards: &[PathBuf]) -> Result<MergeSummar
             batch.push(PreparedEntry::deflated_with(&mut deflater, name, &bytes).map_err(write_error)?);
         }
         // One append per shard: the directory is rewritten once per shard, not per entry.
-        zipfile::append(file, 0, &mut directory, &batch).map_err(write_error)?;
+        zipfile::append(file, 0, &mut directory, &batch, Room::None).map_err(write_error)?;
     }
     let info = MergeInfo {
         format_version: FORMAT_VERSION.to_string(),
@@ -175,6 +176,7 @@ fn merge_into(file: &File, out: &Path, shards: &[PathBuf]) -> Result<MergeSummar
         0,
         &mut directory,
         &[PreparedEntry::stored(MERGE_ENTRY, json)],
+        Room::None,
     )
     .map_err(write_error)?;
 

@@ -524,7 +524,7 @@ impl ArchiveWriter {
         }
         entries.extend(segments);
         let count = entries.len() as u64;
-        let appended = zipfile::append(file, len, &mut directory, &entries)
+        let appended = zipfile::append(file, len, &mut directory, &entries, zipfile::Room::Spare)
             .map_err(|e| io_err("append to the archive", e))?;
         self.manifest_written = true;
         self.blobs.extend(added_blobs);
