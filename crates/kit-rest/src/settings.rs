@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use kit_core::{Host, KitExecutionContext, KitHttpAttachmentOptions, RestResponseOptions, Sanitizer};
+use kit_core::{
+    Host, KitExecutionContext, KitHttpAttachmentOptions, RestResponseOptions, Sanitizer, SecretRegistry,
+};
 
 use crate::RestError;
 use crate::registration::{AttachmentCallback, ResponseCallback, RestRegistration};
@@ -16,9 +18,24 @@ pub const RESPONSES_SECTION: &str = "Kit:Rest:Responses";
 #[derive(Debug)]
 pub(crate) struct RestSettings {
     pub(crate) attachments: KitHttpAttachmentOptions,
+    /// A sanitizer of `attachments`' rules, made once: each test's is this one with the run's
+    /// secrets, so tests share its rules (making them per test cost a request's worth of
+    /// work), and what was sanitized for one test is reused by the next (`Sanitizer::is_same`).
+    template: Sanitizer,
     pub(crate) responses: RestResponseOptions,
     /// Whether `capture_attachments` was called anywhere.
     pub(crate) capture: bool,
+}
+
+impl RestSettings {
+    fn new(attachments: KitHttpAttachmentOptions, responses: RestResponseOptions, capture: bool) -> Self {
+        RestSettings {
+            template: Sanitizer::new(&attachments, Arc::new(SecretRegistry::new())),
+            attachments,
+            responses,
+            capture,
+        }
+    }
 }
 
 fn registrations(host: &Host) -> impl Iterator<Item = &RestRegistration> {
@@ -54,11 +71,11 @@ fn resolve(host: &Host) -> Result<Arc<RestSettings>, String> {
         configuration,
     )
     .map_err(|e| e.to_string())?;
-    Ok(Arc::new(RestSettings {
+    Ok(Arc::new(RestSettings::new(
         attachments,
         responses,
-        capture: registrations(host).any(|r| r.capture),
-    }))
+        registrations(host).any(|r| r.capture),
+    )))
 }
 
 /// One test's REST state: its sanitizer and its request counter (attachments are numbered
@@ -93,7 +110,7 @@ pub(crate) fn for_request(
     let secrets = Arc::clone(ctx.run().secrets());
     Ok(ctx.with_extensions(|ext| {
         let state = ext.get_or_insert_with(|| TestRest {
-            sanitizer: Sanitizer::new(&settings.attachments, secrets),
+            sanitizer: settings.template.with_secrets(secrets),
             settings,
             requests: 0,
         });
@@ -110,13 +127,10 @@ pub fn sanitizer(ctx: &KitExecutionContext) -> Sanitizer {
     let secrets = Arc::clone(ctx.run().secrets());
     ctx.with_extensions(|ext| match ext.get::<TestRest>() {
         Some(state) => state.sanitizer.clone(),
-        None => {
-            let options = (*settings)
-                .as_ref()
-                .map(|s| s.attachments.clone())
-                .unwrap_or_default();
-            Sanitizer::new(&options, secrets)
-        }
+        None => match &*settings {
+            Ok(settings) => settings.template.with_secrets(secrets),
+            Err(_) => Sanitizer::new(&KitHttpAttachmentOptions::default(), secrets),
+        },
     })
 }
 
@@ -141,10 +155,10 @@ pub(crate) fn for_response(ctx: &KitExecutionContext) -> (usize, usize) {
 pub(crate) fn for_attachments(ctx: &KitExecutionContext) -> Arc<RestSettings> {
     match &*ctx.host().singleton(resolve) {
         Ok(s) => Arc::clone(s),
-        Err(_) => Arc::new(RestSettings {
-            attachments: KitHttpAttachmentOptions::default(),
-            responses: RestResponseOptions::default(),
-            capture: false,
-        }),
+        Err(_) => Arc::new(RestSettings::new(
+            KitHttpAttachmentOptions::default(),
+            RestResponseOptions::default(),
+            false,
+        )),
     }
 }

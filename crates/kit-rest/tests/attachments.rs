@@ -453,3 +453,42 @@ async fn a_shape_asserted_again_after_a_secret_is_learnt_is_redacted_anew() {
     assert!(!last.contains("pw-learnt-later"), "{last}");
     assert!(last.contains("\"note\": \"[REDACTED]\""), "{last}");
 }
+
+/// Tests of one run share what a shape sanitized to (their sanitizers share rules and the
+/// run's secrets), but a secret one test learns is redacted from the shape in the next.
+#[tokio::test]
+async fn a_shape_kept_from_an_earlier_test_is_redacted_anew_once_a_later_test_learns_a_secret() {
+    let base = serve(api());
+    let run = capturing_run(&base);
+    let shape = serde_json::json!([{ "id": 1 }, { "id": 2, "note": "pw-of-the-second-test" }]);
+    let assert_it = |response: &RestResponse| {
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            response.should().match_shape(&shape);
+        }));
+    };
+    let first = run
+        .run
+        .begin_test(TestStarted::new("first").with_application(Some("api".into())));
+    assert_it(&first.rest().get("/items").await);
+    first.finish(TestOutcome::Passed).unwrap();
+    let second = run
+        .run
+        .begin_test(TestStarted::new("second").with_application(Some("api".into())));
+    second
+        .rest()
+        .body(&serde_json::json!({ "password": "pw-of-the-second-test" }))
+        .post("/login")
+        .await;
+    assert_it(&second.rest().get("/items").await);
+    second.finish(TestOutcome::Passed).unwrap();
+
+    let records = tests_of(&run);
+    let shown = |test: &str, name: &str| {
+        let record = records.iter().find(|r| r.name == test).unwrap();
+        attachment_text(&run, record, name)
+    };
+    assert!(shown("first", "rest-01-expected-shape").contains("pw-of-the-second-test"));
+    let later = shown("second", "rest-02-expected-shape");
+    assert!(!later.contains("pw-of-the-second-test"), "{later}");
+    assert!(later.contains("\"note\": \"[REDACTED]\""), "{later}");
+}

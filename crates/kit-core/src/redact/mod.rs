@@ -228,6 +228,32 @@ impl Sanitizer {
         Self::new(&http, secrets)
     }
 
+    /// The same rules, switch and cap, remembering what it redacts in `secrets` instead: a
+    /// sanitizer made once from options serves every run and test with their own registry,
+    /// sharing its rules (and so [`is_same`](Self::is_same) as any other made so for `secrets`).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use kit_core::KitHttpAttachmentOptions;
+    /// use kit_core::redact::{Sanitizer, SecretRegistry};
+    ///
+    /// let template = Sanitizer::new(&KitHttpAttachmentOptions::default(), Arc::new(SecretRegistry::new()));
+    /// let run_secrets = Arc::new(SecretRegistry::new());
+    /// let a = template.with_secrets(Arc::clone(&run_secrets));
+    /// let b = template.with_secrets(Arc::clone(&run_secrets));
+    /// assert!(a.is_same(&b));
+    /// assert!(!a.is_same(&template));
+    /// assert_eq!(a.header("Authorization", &["Bearer abc"]), "[REDACTED]");
+    /// ```
+    pub fn with_secrets(&self, secrets: Arc<SecretRegistry>) -> Self {
+        Sanitizer {
+            rules: Arc::clone(&self.rules),
+            redact: self.redact,
+            max_body_chars: self.max_body_chars,
+            secrets,
+        }
+    }
+
     /// The same sanitizer with another body cap (for a message that must respect the smaller
     /// of two caps).
     pub fn with_max_body_length(mut self, max_chars: usize) -> Self {
