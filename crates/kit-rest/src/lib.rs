@@ -14,6 +14,7 @@ mod multipart;
 mod registration;
 mod request;
 mod response;
+mod same_shape;
 mod server;
 mod settings;
 
