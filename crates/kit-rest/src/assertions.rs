@@ -119,10 +119,14 @@ impl StdError for RestAssertionError {
 
 /// `201 Created`, or the code alone.
 pub(crate) fn status_text(status: StatusCode) -> String {
-    match status.canonical_reason() {
-        Some(reason) => format!("{} {reason}", status.as_u16()),
-        None => status.as_u16().to_string(),
+    let reason = status.canonical_reason();
+    let mut text = String::with_capacity(4 + reason.map_or(0, str::len));
+    crate::request::push_decimal(&mut text, u32::from(status.as_u16()));
+    if let Some(reason) = reason {
+        text.push(' ');
+        text.push_str(reason);
     }
+    text
 }
 
 /// `'a', 'b'`, or `missing`.
@@ -179,7 +183,7 @@ impl RestResponse {
         let operation = self.context().start_operation(
             Some(self.request_id()),
             OperationStarted::new(check.operation, display)
-                .with_entity(format!("client:reqwest::Client:Rest:{}", self.client_target()))
+                .with_entity(self.client_entity())
                 .with_attributes(attributes),
         );
         if ok {
@@ -330,7 +334,7 @@ impl RestResponse {
         let operation = self.context().start_operation(
             Some(self.request_id()),
             OperationStarted::new(semconv::OP_ASSERT_STATUS, display)
-                .with_entity(format!("client:reqwest::Client:Rest:{}", self.client_target()))
+                .with_entity(self.client_entity())
                 .with_attributes(attributes),
         );
         operation.end(
@@ -602,20 +606,18 @@ impl RestResponse {
         let operation = self.context().start_operation(
             Some(self.request_id()),
             OperationStarted::new(semconv::OP_ASSERT_JSON_SHAPE, display)
-                .with_entity(format!("client:reqwest::Client:Rest:{}", self.client_target()))
+                .with_entity(self.client_entity())
                 .with_attributes(attributes),
         );
         let settings = settings::for_attachments(self.context());
         if settings.capture && settings.attachments.capture_expected_shapes {
             let n = self.next_shape_number();
             let suffix = if n == 1 { String::new() } else { format!("-{n:02}") };
+            let mut name = crate::request::attachment_name(self.request_number(), "expected-shape");
+            name.push_str(&suffix);
             let content = shown.pretty();
-            let attachment = Attachment::new(
-                format!("rest-{:02}-expected-shape{suffix}", self.request_number()),
-                "application/json",
-                content.into_bytes(),
-            )
-            .with_description(format!("{display} asserted on {}", self.request_label()));
+            let attachment = Attachment::new(name, "application/json", content.into_bytes())
+                .with_description(format!("{display} asserted on {}", self.request_label()));
             self.context().attach(Some(self.request_id()), attachment);
         }
         if matched {

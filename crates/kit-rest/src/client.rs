@@ -45,6 +45,8 @@ pub(crate) struct ResolvedClient {
     pub(crate) base: BaseAddress,
     /// The qualified name (`orders:Default`, or the name alone for host-level clients).
     pub(crate) target: String,
+    /// The entity its events name: `client:reqwest::Client:Rest:{target}`, made once.
+    pub(crate) entity: Arc<str>,
     /// The application the client belongs to.
     pub(crate) application: Option<String>,
     /// The default authentication registered for it.
@@ -465,6 +467,7 @@ pub(crate) fn resolve(
                     client: resolved.client.clone(),
                     base: base_address(host, &candidate, requested)?,
                     target: resolved.target.clone(),
+                    entity: Arc::clone(&resolved.entity),
                     application: resolved.application.clone(),
                     default_auth: resolved.default_auth.clone(),
                 }));
@@ -488,6 +491,7 @@ pub(crate) fn resolve(
     let resolved = Arc::new(ResolvedClient {
         client,
         base,
+        entity: Arc::from(format!("client:reqwest::Client:Rest:{qualified}")),
         target: qualified,
         application: candidate.application.map(str::to_owned),
         default_auth: default_auth(host, candidate.application),

@@ -562,8 +562,8 @@ impl PendingRequest {
         }
         let operation = ctx.start_operation(
             None,
-            OperationStarted::new(semconv::OP_HTTP_REQUEST, format!("REST · {method} {template}"))
-                .with_entity(format!("client:reqwest::Client:Rest:{}", client.target))
+            OperationStarted::new(semconv::OP_HTTP_REQUEST, ["REST · ", &failures.label].concat())
+                .with_entity(client.entity.to_string())
                 .with_attributes(start_attributes),
         );
         let info = RequestInfo {
@@ -573,6 +573,8 @@ impl PendingRequest {
             route: template.clone(),
             url: shown_url.clone(),
             client: client.target.clone(),
+            entity: Arc::clone(&client.entity),
+            label: failures.label.clone(),
         };
 
         let started = Instant::now();
@@ -668,20 +670,20 @@ impl PendingRequest {
                 && let Some(shown) = shown_request_body
             {
                 let attachment = Attachment::new(
-                    format!("rest-{number:02}-request"),
+                    attachment_name(number, "request"),
                     request_content_type.unwrap_or_else(|| "application/octet-stream".into()),
                     recorded_bytes(shown),
                 )
-                .with_description(format!("{method} {template}"));
+                .with_description(failures.label.clone());
                 ctx.attach(Some(operation.id()), attachment);
             }
             if options.capture_responses {
                 let attachment = Attachment::new(
-                    format!("rest-{number:02}-response"),
+                    attachment_name(number, "response"),
                     response_content_type.unwrap_or_else(|| "text/plain".into()),
                     recorded_bytes(shown_response_body),
                 )
-                .with_description(status_line(status));
+                .with_description(crate::assertions::status_text(status));
                 ctx.attach(Some(operation.id()), attachment);
             }
         }
@@ -716,12 +718,34 @@ fn protocol_version(version: http::Version) -> &'static str {
     }
 }
 
-/// `201 Created`, or the bare code for a status without a reason phrase.
-fn status_line(status: http::StatusCode) -> String {
-    match status.canonical_reason() {
-        Some(reason) => format!("{} {reason}", status.as_u16()),
-        None => status.as_u16().to_string(),
+/// `rest-07-response`: an attachment of the test's request `number` (two digits at least).
+pub(crate) fn attachment_name(number: u32, what: &str) -> String {
+    let mut name = String::with_capacity(16 + what.len());
+    name.push_str("rest-");
+    if number < 10 {
+        name.push('0');
     }
+    push_decimal(&mut name, number);
+    name.push('-');
+    name.push_str(what);
+    name
+}
+
+/// Appends `n` in decimal: without `format!`, whose machinery cost more than the rest of
+/// naming an attachment.
+pub(crate) fn push_decimal(out: &mut String, n: u32) {
+    let mut digits = [0u8; 10];
+    let mut at = digits.len();
+    let mut rest = n;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    out.extend(digits[at..].iter().map(|&d| char::from(d)));
 }
 
 fn error_chain(error: &dyn std::error::Error) -> String {
@@ -777,6 +801,21 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn attachment_names_and_status_texts_read_as_format_would_write_them() {
+        for n in [0, 1, 9, 10, 99, 100, 4_294_967_295] {
+            assert_eq!(attachment_name(n, "response"), format!("rest-{n:02}-response"));
+        }
+        for code in [100, 200, 204, 299, 404, 418, 599, 999] {
+            let status = http::StatusCode::from_u16(code).unwrap();
+            let expected = match status.canonical_reason() {
+                Some(reason) => format!("{code} {reason}"),
+                None => code.to_string(),
+            };
+            assert_eq!(crate::assertions::status_text(status), expected);
+        }
+    }
 
     fn params(list: &[(&str, &str)]) -> Vec<(String, String)> {
         list.iter()

@@ -1,7 +1,7 @@
 //! The buffered response.
 
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -26,6 +26,10 @@ pub(crate) struct RequestInfo {
     pub(crate) url: String,
     /// The client's qualified name.
     pub(crate) client: String,
+    /// The entity the client's events name.
+    pub(crate) entity: Arc<str>,
+    /// `METHOD route`, as failure messages show the request.
+    pub(crate) label: String,
 }
 
 /// The body, parsed once for every assertion and read that needs it.
@@ -145,7 +149,7 @@ impl RestResponse {
 
     /// `METHOD route`, as failure messages show the request.
     pub fn request_label(&self) -> String {
-        format!("{} {}", self.request.method, self.request.route)
+        self.request.label.clone()
     }
 
     /// The request's URL, sanitized.
@@ -187,6 +191,11 @@ impl RestResponse {
 
     pub(crate) fn client_target(&self) -> &str {
         &self.request.client
+    }
+
+    /// The entity the client's events name.
+    pub(crate) fn client_entity(&self) -> String {
+        self.request.entity.to_string()
     }
 
     /// The number of the next expected-shape attachment of this response, from 1.

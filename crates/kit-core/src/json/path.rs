@@ -233,6 +233,28 @@ pub fn push_member(path: &mut String, name: &str) {
     }
 }
 
+/// `path` and the array index `index`: `$.lines` and 2 make `$.lines[2]` (without `format!`,
+/// which cost a shape assertion more than matching an array's element).
+pub(crate) fn index_path(path: &str, index: usize) -> String {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = index;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    let mut out = String::with_capacity(path.len() + 2 + digits.len() - at);
+    out.push_str(path);
+    out.push('[');
+    out.extend(digits[at..].iter().map(|&d| char::from(d)));
+    out.push(']');
+    out
+}
+
 /// The path with every array index folded to `[]`: `$.lines[0].sku` becomes `$.lines[].sku`,
 /// so fields seen in different elements count as one. Quoted member names (`["a[0]"]`) are
 /// kept as written.
@@ -276,6 +298,13 @@ pub fn fold_indices(path: &str) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn an_index_path_is_the_path_and_the_index_in_brackets() {
+        for (path, index) in [("$", 0), ("$.lines", 7), (r#"$["a b"]"#, 10), ("$.x", usize::MAX)] {
+            assert_eq!(index_path(path, index), format!("{path}[{index}]"));
+        }
+    }
 
     fn resolve(path: &str, doc: &Value) -> Result<Value, String> {
         path.parse::<JsonPath>()

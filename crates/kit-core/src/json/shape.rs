@@ -294,7 +294,7 @@ impl Walk<'_> {
                     );
                 }
                 for (i, (item_shape, item)) in expected.iter().zip(got).enumerate() {
-                    self.node(&format!("{path}[{i}]"), item_shape, item);
+                    self.node(&super::path::index_path(path, i), item_shape, item);
                 }
             }
             (Value::Number(x), Value::Number(y)) => {
@@ -401,7 +401,7 @@ impl Walk<'_> {
                     return fail(self, "expected an array");
                 };
                 for (i, element) in elements.iter().enumerate() {
-                    self.node(&format!("{path}[{i}]"), shape, element);
+                    self.node(&super::path::index_path(path, i), shape, element);
                 }
                 return;
             }
