@@ -734,18 +734,7 @@ pub(crate) fn attachment_name(number: u32, what: &str) -> String {
 /// Appends `n` in decimal: without `format!`, whose machinery cost more than the rest of
 /// naming an attachment.
 pub(crate) fn push_decimal(out: &mut String, n: u32) {
-    let mut digits = [0u8; 10];
-    let mut at = digits.len();
-    let mut rest = n;
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    out.extend(digits[at..].iter().map(|&d| char::from(d)));
+    out.push_str(itoa::Buffer::new().format(n));
 }
 
 fn error_chain(error: &dyn std::error::Error) -> String {

@@ -41,6 +41,15 @@ fn same(yes: bool) -> Result<(), Differs> {
     if yes { Ok(()) } else { Err(Differs) }
 }
 
+/// Narrow integers are written as the wide ones they convert to.
+macro_rules! widened {
+    ($($method:ident($narrow:ty) => $wide_method:ident($wide:ty);)*) => {$(
+        fn $method(self, v: $narrow) -> Result<(), Differs> {
+            self.$wide_method(<$wide>::from(v))
+        }
+    )*};
+}
+
 /// Serializes into a comparison with `expected`.
 struct SameAs<'a> {
     expected: &'a Value,
@@ -126,36 +135,21 @@ impl<'a> ser::Serializer for SameAs<'a> {
     type SerializeStruct = Members<'a>;
     type SerializeStructVariant = Members<'a>;
 
+    widened! {
+        serialize_i8(i8) => serialize_i64(i64);
+        serialize_i16(i16) => serialize_i64(i64);
+        serialize_i32(i32) => serialize_i64(i64);
+        serialize_u8(u8) => serialize_u64(u64);
+        serialize_u16(u16) => serialize_u64(u64);
+        serialize_u32(u32) => serialize_u64(u64);
+    }
+
     fn serialize_bool(self, v: bool) -> Result<(), Differs> {
         same(self.expected.as_bool() == Some(v))
     }
 
-    fn serialize_i8(self, v: i8) -> Result<(), Differs> {
-        self.serialize_i64(i64::from(v))
-    }
-
-    fn serialize_i16(self, v: i16) -> Result<(), Differs> {
-        self.serialize_i64(i64::from(v))
-    }
-
-    fn serialize_i32(self, v: i32) -> Result<(), Differs> {
-        self.serialize_i64(i64::from(v))
-    }
-
     fn serialize_i64(self, v: i64) -> Result<(), Differs> {
         same(matches!(self.expected, Value::Number(n) if !n.is_f64() && n.as_i64() == Some(v)))
-    }
-
-    fn serialize_u8(self, v: u8) -> Result<(), Differs> {
-        self.serialize_u64(u64::from(v))
-    }
-
-    fn serialize_u16(self, v: u16) -> Result<(), Differs> {
-        self.serialize_u64(u64::from(v))
-    }
-
-    fn serialize_u32(self, v: u32) -> Result<(), Differs> {
-        self.serialize_u64(u64::from(v))
     }
 
     fn serialize_u64(self, v: u64) -> Result<(), Differs> {
@@ -276,57 +270,30 @@ impl<'a> ser::Serializer for SameAs<'a> {
     }
 }
 
-impl ser::SerializeSeq for Elements<'_> {
-    type Ok = ();
-    type Error = Differs;
+/// The four ways of serializing a sequence walk the expected array alike.
+macro_rules! walk_elements {
+    ($($trait:ident::$method:ident),*) => {$(
+        impl ser::$trait for Elements<'_> {
+            type Ok = ();
+            type Error = Differs;
 
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Differs> {
-        self.next(value)
-    }
+            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Differs> {
+                self.next(value)
+            }
 
-    fn end(self) -> Result<(), Differs> {
-        Elements::end(self)
-    }
+            fn end(self) -> Result<(), Differs> {
+                Elements::end(self)
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for Elements<'_> {
-    type Ok = ();
-    type Error = Differs;
-
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Differs> {
-        self.next(value)
-    }
-
-    fn end(self) -> Result<(), Differs> {
-        Elements::end(self)
-    }
-}
-
-impl ser::SerializeTupleStruct for Elements<'_> {
-    type Ok = ();
-    type Error = Differs;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Differs> {
-        self.next(value)
-    }
-
-    fn end(self) -> Result<(), Differs> {
-        Elements::end(self)
-    }
-}
-
-impl ser::SerializeTupleVariant for Elements<'_> {
-    type Ok = ();
-    type Error = Differs;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Differs> {
-        self.next(value)
-    }
-
-    fn end(self) -> Result<(), Differs> {
-        Elements::end(self)
-    }
-}
+walk_elements!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
 
 impl ser::SerializeMap for Members<'_> {
     type Ok = ();
@@ -345,41 +312,26 @@ impl ser::SerializeMap for Members<'_> {
     }
 }
 
-impl ser::SerializeStruct for Members<'_> {
-    type Ok = ();
-    type Error = Differs;
+/// A struct and a struct variant walk the expected object alike.
+macro_rules! walk_fields {
+    ($($trait:ident),*) => {$(
+        impl ser::$trait for Members<'_> {
+            type Ok = ();
+            type Error = Differs;
 
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<(), Differs> {
-        self.name(key)?;
-        self.value(value)
-    }
+            fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), Differs> {
+                self.name(key)?;
+                self.value(value)
+            }
 
-    fn end(self) -> Result<(), Differs> {
-        Members::end(self)
-    }
+            fn end(self) -> Result<(), Differs> {
+                Members::end(self)
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeStructVariant for Members<'_> {
-    type Ok = ();
-    type Error = Differs;
-
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<(), Differs> {
-        self.name(key)?;
-        self.value(value)
-    }
-
-    fn end(self) -> Result<(), Differs> {
-        Members::end(self)
-    }
-}
+walk_fields!(SerializeStruct, SerializeStructVariant);
 
 /// Compares a member name with `expected`: only a string name is taken (serde_json writes
 /// other keys, numbers and booleans, as text of its own making).

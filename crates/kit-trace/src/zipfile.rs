@@ -1067,10 +1067,7 @@ mod tests {
 
     #[test]
     fn chunked_deflate_makes_entries_that_zip_reads_back_with_their_prefix() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s.zip");
-        let file = open(&path);
-        let mut directory = Directory::default();
+        let (_dir, path, file, mut directory) = fresh("s.zip");
         let mut deflater = Deflater::new(1);
         let mut stream = ChunkedDeflate::default();
         // Compressible lines, then bytes that do not compress, in many small writes.
@@ -1130,10 +1127,7 @@ mod tests {
     /// back whole.
     #[test]
     fn streams_sharing_a_deflater_read_back_whole_and_compress_across_chunks() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("shared.zip");
-        let file = open(&path);
-        let mut directory = Directory::default();
+        let (_dir, path, file, mut directory) = fresh("shared.zip");
         let mut deflater = Deflater::new(1);
         let mut seed = 11u64;
         let mut random = |n: usize| noise(&mut seed, n);
@@ -1182,6 +1176,15 @@ mod tests {
         }
     }
 
+    /// A new file `name` in a folder of its own (kept while the first value lives), opened to
+    /// read and write, and the directory of its nothing.
+    fn fresh(name: &str) -> (tempfile::TempDir, std::path::PathBuf, File, Directory) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(name);
+        let file = open(&path);
+        (dir, path, file, Directory::default())
+    }
+
     /// Appends `entries` at the end of what `file` holds; returns the new length.
     fn append_to(file: &File, directory: &mut Directory, entries: &[PreparedEntry]) -> u64 {
         append(
@@ -1197,10 +1200,7 @@ mod tests {
 
     #[test]
     fn appends_stay_valid_and_compact() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("a.zip");
-        let file = open(&path);
-        let mut directory = Directory::default();
+        let (_dir, path, file, mut directory) = fresh("a.zip");
         append_to(
             &file,
             &mut directory,
@@ -1225,10 +1225,7 @@ mod tests {
     /// A refused append leaves the directory (and its encoded records) as it was.
     #[test]
     fn a_refused_append_changes_nothing_and_the_next_one_is_whole() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("a.zip");
-        let file = open(&path);
-        let mut directory = Directory::default();
+        let (_dir, path, file, mut directory) = fresh("a.zip");
         append_to(
             &file,
             &mut directory,
@@ -1247,10 +1244,7 @@ mod tests {
 
     #[test]
     fn a_file_cut_anywhere_salvages_to_its_whole_entries() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("a.zip");
-        let file = open(&path);
-        let mut directory = Directory::default();
+        let (dir, path, file, mut directory) = fresh("a.zip");
         let mut ends = Vec::new();
         for i in 0..5 {
             let body = format!("entry {i} ").repeat(50 + i * 30);
@@ -1387,10 +1381,7 @@ mod tests {
     /// a sixteenth of the file. Every append leaves a zip that reads back as written.
     #[test]
     fn the_directory_moves_rarely_and_its_room_stays_small() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("a.zip");
-        let file = open(&path);
-        let mut directory = Directory::default();
+        let (_dir, path, file, mut directory) = fresh("a.zip");
         let mut moves = 0;
         let mut at = None;
         let appends = 2_000;
@@ -1419,10 +1410,7 @@ mod tests {
 
     #[test]
     fn zip64_end_records_are_written_and_read_past_65535_entries() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("big.zip");
-        let file = open(&path);
-        let mut directory = Directory::default();
+        let (_dir, path, file, mut directory) = fresh("big.zip");
         let entries: Vec<PreparedEntry> = (0..70_000)
             .map(|i| PreparedEntry::stored(format!("{i}"), vec![]))
             .collect();

@@ -236,21 +236,12 @@ pub fn push_member(path: &mut String, name: &str) {
 /// `path` and the array index `index`: `$.lines` and 2 make `$.lines[2]` (without `format!`,
 /// which cost a shape assertion more than matching an array's element).
 pub(crate) fn index_path(path: &str, index: usize) -> String {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    let mut rest = index;
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    let mut out = String::with_capacity(path.len() + 2 + digits.len() - at);
+    let mut digits = itoa::Buffer::new();
+    let digits = digits.format(index);
+    let mut out = String::with_capacity(path.len() + 2 + digits.len());
     out.push_str(path);
     out.push('[');
-    out.extend(digits[at..].iter().map(|&d| char::from(d)));
+    out.push_str(digits);
     out.push(']');
     out
 }
