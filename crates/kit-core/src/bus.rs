@@ -498,25 +498,6 @@ fn next_message(
     }
 }
 
-/// Hands one event to every collector, then to the producers to drop (or drops it when they
-/// are behind).
-fn deliver(
-    slots: &mut [Slot],
-    errors: &mut Vec<CollectorError>,
-    stats: &Counters,
-    event: Event,
-    spent: &Spent,
-) {
-    for slot in slots.iter_mut() {
-        slot.guarded(errors, |c| {
-            c.on_event(&event);
-            Ok(())
-        });
-    }
-    stats.dispatched.fetch_add(1, Ordering::Relaxed);
-    let _ = spent.tx.try_send(event);
-}
-
 /// Which flush a group of waiters gets.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Scope {
@@ -542,8 +523,17 @@ struct Dispatcher<'a> {
 }
 
 impl Dispatcher<'_> {
+    /// Hands one event to every collector, then to the producers to drop (or drops it when
+    /// they are behind).
     fn deliver(&mut self, event: Event) {
-        deliver(&mut self.slots, &mut self.errors, self.stats, event, self.spent);
+        for slot in &mut self.slots {
+            slot.guarded(&mut self.errors, |c| {
+                c.on_event(&event);
+                Ok(())
+            });
+        }
+        self.stats.dispatched.fetch_add(1, Ordering::Relaxed);
+        let _ = self.spent.tx.try_send(event);
     }
 
     fn flush(&mut self, scope: Scope) {

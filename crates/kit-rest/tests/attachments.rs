@@ -470,10 +470,13 @@ async fn a_shape_kept_from_an_earlier_test_is_redacted_anew_once_a_later_test_le
         .run
         .begin_test(TestStarted::new("first").with_application(Some("api".into())));
     assert_it(&first.rest().get("/items").await);
+    let first_sanitizer = kit_rest::sanitizer(&first);
     first.finish(TestOutcome::Passed).unwrap();
     let second = run
         .run
         .begin_test(TestStarted::new("second").with_application(Some("api".into())));
+    // What lets the second test reuse the first one's sanitized shape.
+    assert!(kit_rest::sanitizer(&second).is_same(&first_sanitizer));
     second
         .rest()
         .body(&serde_json::json!({ "password": "pw-of-the-second-test" }))

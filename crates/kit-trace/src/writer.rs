@@ -214,11 +214,7 @@ impl ArchiveWriter {
         manifest: RunManifest,
         options: WriterOptions,
     ) -> Result<Self, TraceError> {
-        std::fs::create_dir_all(dir).map_err(|source| TraceError::Io {
-            path: dir.to_owned(),
-            action: "create the results folder",
-            source,
-        })?;
+        std::fs::create_dir_all(dir).map_err(|e| io_error(dir, "create the results folder", e))?;
         let path = dir.join(archive_file_name(&manifest.run_id));
         let mut lock_path = path.clone().into_os_string();
         lock_path.push(".lock");
@@ -295,11 +291,7 @@ impl ArchiveWriter {
                 buffer
                     .lines
                     .entry(&mut self.deflater, name, &header)
-                    .map_err(|source| TraceError::Io {
-                        path: self.path.clone(),
-                        action: "compress a segment",
-                        source,
-                    })?,
+                    .map_err(|e| io_error(&self.path, "compress a segment", e))?,
             );
             for (sha, bytes) in &buffer.blobs {
                 // The same body twice (a retried request, a fixed expected shape) is stored once.
@@ -405,11 +397,7 @@ impl ArchiveWriter {
             // A lock we may still hold would stall every other process: close the file to
             // drop it for sure.
             self.lock_file = None;
-            TraceError::Io {
-                path: self.lock_path.clone(),
-                action: "unlock",
-                source,
-            }
+            io_error(&self.lock_path, "unlock", source)
         })
     }
 
@@ -569,12 +557,9 @@ impl ArchiveWriter {
             event.write_json(line);
             line.push(b'\n');
         });
-        if let Err(source) = written {
-            self.deferred.get_or_insert(TraceError::Io {
-                path: self.path.clone(),
-                action: "compress a segment",
-                source,
-            });
+        if let Err(e) = written {
+            self.deferred
+                .get_or_insert(io_error(&self.path, "compress a segment", e));
             return;
         }
         buffer.events += 1;
@@ -603,11 +588,7 @@ fn deflate(
     name: String,
     data: &[u8],
 ) -> Result<PreparedEntry, TraceError> {
-    PreparedEntry::deflated_with(deflater, name, data).map_err(|source| TraceError::Io {
-        path: path.to_owned(),
-        action: "compress an entry",
-        source,
-    })
+    PreparedEntry::deflated_with(deflater, name, data).map_err(|e| io_error(path, "compress an entry", e))
 }
 
 /// What failed, doing what, to which file.

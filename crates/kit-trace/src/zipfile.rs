@@ -2,9 +2,8 @@
 //!
 //! Why not `zip::ZipWriter::new_append`: it fails on a crash-truncated file, and it leaves the
 //! old central directory behind as dead bytes on every append (200 appends: 1.52 MB against
-//! 29.8 KB done this way). Here new entries are written where the old central directory began,
-//! followed by a fresh directory and end record, so the file stays a valid, compact zip after
-//! every append.
+//! 29.8 KB done this way). Here the file stays a valid zip after every append, with no dead
+//! directory left behind.
 //!
 //! The central directory does not move at every append. After rewriting it, [`append`] leaves
 //! room before it (a sixteenth of the entries' bytes, as a hole the file system does not
@@ -817,7 +816,8 @@ pub(crate) fn append(
 }
 
 /// Adds `entries` to `directory` and says what writing them takes: their local headers and
-/// data go into `local`, the end records into `end`.
+/// data go into `local`, the end records into `end`. `directory` has no records left to encode
+/// (`append` encodes them first, and rolls back whatever this added if it fails).
 fn plan_append<'a>(
     file_len: u64,
     directory: &'a mut Directory,
@@ -830,14 +830,12 @@ fn plan_append<'a>(
     let added: u64 = entries.iter().map(PreparedEntry::encoded_len).sum();
     local.reserve(usize::try_from(added).unwrap_or(0));
     let in_file_at = directory.in_file_at;
-    directory.encode_pending();
-    let old_count = directory.entries.len();
+    // The records in the file already (`append` encodes any pending first).
     let old_encoded = directory.encoded.len();
     let start = directory.end_of_entries;
     let mut offset = start;
     for entry in entries {
         if entry.data.len() as u64 > MAX_ENTRY_BYTES || entry.uncompressed_size > MAX_ENTRY_BYTES {
-            directory.roll_back(old_count, old_encoded);
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!(
@@ -847,7 +845,6 @@ fn plan_append<'a>(
             ));
         }
         let Ok(name_len) = u16::try_from(entry.name.len()) else {
-            directory.roll_back(old_count, old_encoded);
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "entry name longer than 65535 bytes",
@@ -1276,6 +1273,7 @@ mod tests {
         entries: &[PreparedEntry],
     ) -> (Option<u64>, Vec<(u64, Vec<u8>)>) {
         let (mut local, mut end) = (Vec::new(), Vec::new());
+        directory.encode_pending();
         let plan = plan_append(file_len, directory, entries, Room::Spare, &mut local, &mut end).unwrap();
         let writes = plan
             .writes
