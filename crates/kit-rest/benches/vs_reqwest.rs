@@ -25,7 +25,8 @@
 //! `KIT_BENCH_REQUESTS`, `KIT_BENCH_PAGES`, `KIT_BENCH_PER_TEST`. To see what the kit's
 //! pipeline costs: `KIT_BENCH_VARIANT=bare` (no archive, collectors or attachments). To run
 //! one scenario (for a profiler): `KIT_BENCH_ONLY=sequential` (or `32`, `1 MiB`); one side
-//! only, with no table then: `KIT_BENCH_SIDE=raw` or `kit`. To keep the kit's archive for a
+//! only, with no table then: `KIT_BENCH_SIDE=raw`, `kit` or `per-test` (raw reqwest with a client
+//! per test). To keep the kit's archive for a
 //! look inside: `KIT_BENCH_KEEP=path`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, missing_docs)]
@@ -366,7 +367,8 @@ fn main() {
     let runs = |i: usize| only.as_deref().is_none_or(|o| scenarios[i].starts_with(o));
     // One side only (no ratios then): what a profiler should count.
     let side = std::env::var("KIT_BENCH_SIDE").unwrap_or_default();
-    let (raw_on, kit_on) = (side != "kit", side != "raw");
+    let (raw_on, kit_on) = (side.is_empty() || side == "raw", side.is_empty() || side == "kit");
+    let per_test_on = side.is_empty() || side == "per-test";
     for _ in 0..rounds {
         if runs(0) {
             if raw_on {
@@ -375,7 +377,7 @@ fn main() {
             if kit_on {
                 kit_times[0].push(timed(&rt, kit_requests(&kit, n, 0, false)));
             }
-            if raw_on {
+            if per_test_on {
                 per_test_times[0].push(timed(&rt, raw_tests(&tls, &url, n)));
             }
         }
@@ -393,7 +395,7 @@ fn main() {
                     futures_util::future::join_all(tasks).await;
                 }));
             }
-            if raw_on {
+            if per_test_on {
                 per_test_times[1].push(timed(&rt, async {
                     let tasks = (0..IN_FLIGHT).map(|_| raw_tests(&tls, &url, per_task));
                     futures_util::future::join_all(tasks).await;
