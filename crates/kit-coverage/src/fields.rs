@@ -58,8 +58,7 @@ impl<'de> Visitor<'de> for Walk<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let len = self.path.len();
-        while let Some(name) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            push_member(self.path, &name);
+        while map.next_key_seed(Member(self.path))?.is_some() {
             if !self.fields.contains(self.path.as_str()) {
                 self.fields.insert(self.path.clone());
             }
@@ -119,6 +118,31 @@ impl<'de> Visitor<'de> for Walk<'_> {
     }
     fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         d.deserialize_any(IgnoredAny).map(|_| ())
+    }
+}
+
+/// A member name, pushed onto the path as it is read: serde's `Cow<str>` would allocate every
+/// name, although a name without escapes can be read in place.
+struct Member<'a>(&'a mut String);
+
+impl<'de> DeserializeSeed<'de> for Member<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Member<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a member name")
+    }
+
+    fn visit_str<E>(self, name: &str) -> Result<(), E> {
+        push_member(self.0, name);
+        Ok(())
     }
 }
 

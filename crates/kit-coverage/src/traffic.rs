@@ -2,7 +2,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use kit_core::json::fold_indices;
+use kit_core::json::fold_indices_into;
 use kit_core::report::{Metric, Report, ReportSection};
 use kit_core::{Collector, Event, semconv};
 
@@ -127,9 +127,12 @@ impl Collector for RestTrafficCoverageCollector {
                 }
             }
             ExchangeKind::Shape => {
-                let asserted = asserted_fields(&exchange);
                 if let Some(entry) = self.entry(&exchange) {
-                    entry.asserted.extend(asserted);
+                    each_asserted_field(&exchange, |field| {
+                        if !entry.asserted.contains(field) {
+                            entry.asserted.insert(field.to_owned());
+                        }
+                    });
                 }
             }
         }
@@ -166,15 +169,23 @@ impl Collector for RestTrafficCoverageCollector {
     }
 }
 
-/// The fields a shape observation matched: its paths with indices folded, members only.
-pub(crate) fn asserted_fields(exchange: &Exchange<'_>) -> Vec<String> {
-    exchange
+/// Calls `visit` with each field a shape observation matched: its paths with indices folded,
+/// members only. Each field is lent from one buffer, so a field the caller holds already costs
+/// no allocation (two collectors see every shape).
+pub(crate) fn each_asserted_field(exchange: &Exchange<'_>, mut visit: impl FnMut(&str)) {
+    let Some(paths) = exchange
         .attributes
         .get(semconv::CONTRACT_MATCHED_PATHS)
         .and_then(|v| v.as_str_list())
-        .unwrap_or_default()
-        .iter()
-        .map(|p| fold_indices(p))
-        .filter(|p| p != "$" && !p.ends_with("[]"))
-        .collect()
+    else {
+        return;
+    };
+    let mut field = String::new();
+    for path in paths {
+        field.clear();
+        fold_indices_into(path, &mut field);
+        if field != "$" && !field.ends_with("[]") {
+            visit(&field);
+        }
+    }
 }

@@ -588,11 +588,10 @@ impl RestResponse {
             })
             .collect();
         let shown = shown_shape(&sanitizer, text);
-        let shown_shape = shown.compact.clone();
         let matched = mismatches.is_empty();
         let bullets: Vec<String> = mismatches.iter().map(ToString::to_string).collect();
         let mut attributes = Attributes::with_capacity(6)
-            .with(semconv::ASSERTION_EXPECTED, shown_shape.clone())
+            .with(semconv::ASSERTION_EXPECTED, shown.compact.clone())
             .with(semconv::ASSERTION_RESULT, matched)
             .with(semconv::KIT_CLIENT, self.client_target())
             .with(semconv::TARGET_TYPE, target_type);
@@ -631,7 +630,7 @@ impl RestResponse {
                         .with(semconv::HTTP_REQUEST_METHOD, self.method().as_str())
                         .with(semconv::HTTP_ROUTE, self.route())
                         .with(semconv::HTTP_RESPONSE_STATUS_CODE, self.status_code().as_u16())
-                        .with(semconv::CONTRACT_MATCHED_PATHS, report.matched.clone())
+                        .with(semconv::CONTRACT_MATCHED_PATHS, report.matched)
                         .with(semconv::TARGET_TYPE, target_type),
                 ),
             );

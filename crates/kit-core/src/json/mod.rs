@@ -10,7 +10,7 @@ pub(crate) mod swar;
 
 pub use bind::bind;
 pub use matchers::{IntoNumber, MATCHER_KEY, Matcher, json_value};
-pub use path::{JsonPath, JsonPathError, PathSegment, fold_indices, push_member};
+pub use path::{JsonPath, JsonPathError, PathSegment, fold_indices, fold_indices_into, push_member};
 pub use shape::{
     JsonShapeMismatchError, PreparedShape, ShapeMismatch, ShapeOptions, ShapeReport, match_shape,
 };

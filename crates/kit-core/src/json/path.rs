@@ -254,8 +254,24 @@ pub(crate) fn index_path(path: &str, index: usize) -> String {
 /// assert_eq!(kit_core::json::fold_indices(r#"$.lines[10].tags[0]["x[1]"]"#), r#"$.lines[].tags[]["x[1]"]"#);
 /// ```
 pub fn fold_indices(path: &str) -> String {
-    let bytes = path.as_bytes();
     let mut out = String::with_capacity(path.len());
+    fold_indices_into(path, &mut out);
+    out
+}
+
+/// [`fold_indices`] appended to `out`: a caller folding many paths reuses one buffer, and
+/// allocates only for the folded paths it keeps.
+///
+/// ```
+/// let mut folded = String::new();
+/// for path in ["$.lines[0].sku", "$.lines[1].sku"] {
+///     folded.clear();
+///     kit_core::json::fold_indices_into(path, &mut folded);
+///     assert_eq!(folded, "$.lines[].sku");
+/// }
+/// ```
+pub fn fold_indices_into(path: &str, out: &mut String) {
+    let bytes = path.as_bytes();
     let mut copied = 0;
     let mut i = 0;
     while i < bytes.len() {
@@ -282,7 +298,6 @@ pub fn fold_indices(path: &str) -> String {
         }
     }
     out.push_str(&path[copied.min(path.len())..]);
-    out
 }
 
 #[cfg(test)]

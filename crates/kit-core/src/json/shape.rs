@@ -229,8 +229,11 @@ impl Walk<'_> {
         }
         match (shape, actual) {
             (Value::Object(expected), Value::Object(got)) => {
+                // One buffer for the members' paths: an allocation per object, not per member.
+                let mut member_path = String::with_capacity(path.len() + 16);
                 for (name, member_shape) in expected {
-                    let mut member_path = path.to_owned();
+                    member_path.clear();
+                    member_path.push_str(path);
                     match self.find_member(got, name) {
                         Some((actual_name, value)) => {
                             push_member(&mut member_path, actual_name);

@@ -8,7 +8,7 @@ use kit_core::report::{Metric, Report, ReportSection};
 use kit_core::{Collector, Event, EventId, EventKind, TestId};
 
 use super::{Found, OpenApiDocument, OpenApiError, Problem};
-use crate::traffic::asserted_fields;
+use crate::traffic::each_asserted_field;
 use crate::{Exchange, ExchangeKind};
 
 /// Gap analysis against an OpenAPI document: operations never called, declared statuses
@@ -329,12 +329,12 @@ impl OpenApiCoverageCollector {
         };
         let declared = &self.document.operations()[operation].responses[response].fields;
         let asserted = &mut self.operations[operation].asserted[response];
-        for field in asserted_fields(exchange) {
+        each_asserted_field(exchange, |field| {
             // Declared fields are sorted: a binary search finds them.
-            if declared.binary_search(&field).is_ok() {
-                asserted.insert(field);
+            if !asserted.contains(field) && declared.binary_search_by(|d| d.as_str().cmp(field)).is_ok() {
+                asserted.insert(field.to_owned());
             }
-        }
+        });
     }
 }
 
