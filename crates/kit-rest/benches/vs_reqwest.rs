@@ -25,9 +25,8 @@
 //! `KIT_BENCH_REQUESTS`, `KIT_BENCH_PAGES`, `KIT_BENCH_PER_TEST`. To see what the kit's
 //! pipeline costs: `KIT_BENCH_VARIANT=bare` (no archive, collectors or attachments). To run
 //! one scenario (for a profiler): `KIT_BENCH_ONLY=sequential` (or `32`, `1 MiB`); one side
-//! only, with no table then: `KIT_BENCH_SIDE=raw`, `kit` or `per-test` (raw reqwest with a client
-//! per test). To keep the kit's archive for a
-//! look inside: `KIT_BENCH_KEEP=path`.
+//! only, with no table then: `KIT_BENCH_SIDE=raw`, `kit` or `per-test` (raw reqwest with a
+//! client per test). To keep the kit's archive for a look inside: `KIT_BENCH_KEEP=path`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, missing_docs)]
 
