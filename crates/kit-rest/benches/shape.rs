@@ -5,10 +5,11 @@
 //! `cargo bench -p kit-rest --bench shape`
 //!
 //! The response is fetched once from a loopback server; each measurement asserts on unparsed
-//! copies of it, so the parse is paid every time and the HTTP round trip never. The three
+//! copies of it, so the parse is paid every time and the HTTP round trip never. The four
 //! variants are measured in turn, round after round, in one process (allocator and caches warm
 //! alike), and the median of each is reported with its ratio to the plain parse. Trees are
-//! freed outside the timed sections for all three.
+//! freed outside the timed sections for all four. A first shape is matched on the body's text;
+//! a read, or a second shape, parses the `Value` they share.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -80,7 +81,7 @@ fn main() {
         "page": 1, "total": json_value::greater_than(0),
         "items": json_value::array_containing([json!({ "sku": "SKU-000042", "customer": { "tier": "gold" } })]),
     });
-    let (mut plain, mut one, mut many) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut plain, mut one, mut read, mut many) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for round in 0..ROUNDS + 2 {
         let mut keep = Vec::new();
         let t = Instant::now();
@@ -101,6 +102,15 @@ fn main() {
         let copies: Vec<RestResponse> = (0..PER_ROUND).map(|_| response.__unparsed_copy()).collect();
         let t = Instant::now();
         for r in &copies {
+            r.should().match_shape(&shape);
+            black_box(r.read_as_json_at::<u64>("$.total"));
+        }
+        let r1 = t.elapsed() / PER_ROUND;
+        drop(copies);
+
+        let copies: Vec<RestResponse> = (0..PER_ROUND).map(|_| response.__unparsed_copy()).collect();
+        let t = Instant::now();
+        for r in &copies {
             r.should().have_http_status(http::StatusCode::OK);
             for _ in 0..5 {
                 r.should().match_shape(&shape);
@@ -115,10 +125,11 @@ fn main() {
         if round >= 2 {
             plain.push(p);
             one.push(o);
+            read.push(r1);
             many.push(m);
         }
     }
-    let (plain, one, many) = (median(plain), median(one), median(many));
+    let (plain, one, read, many) = (median(plain), median(one), median(read), median(many));
     let ratio = |d: Duration| d.as_secs_f64() / plain.as_secs_f64();
     println!(
         "1 MiB JSON ({} bytes), median of {ROUNDS} rounds of {PER_ROUND}",
@@ -134,6 +145,12 @@ fn main() {
         "should().match_shape",
         one,
         ratio(one)
+    );
+    println!(
+        "{:<48} {:>10.2?} {:>8.3}",
+        "match_shape, then one read",
+        read,
+        ratio(read)
     );
     println!(
         "{:<48} {:>10.2?} {:>8.3}",

@@ -21,7 +21,9 @@ use std::fmt;
 use std::rc::Rc;
 
 use http::StatusCode;
-use kit_core::json::{JsonPathError, JsonShapeMismatchError, PreparedShape, ShapeMismatch, ShapeOptions};
+use kit_core::json::{
+    JsonPathError, JsonShapeMismatchError, PreparedShape, ShapeMismatch, ShapeOptions, ShapeReport,
+};
 use kit_core::{Attachment, Attributes, Observation, OperationStarted, OperationStatus, semconv};
 use serde::Serialize;
 
@@ -528,6 +530,33 @@ impl RestResponse {
         );
     }
 
+    /// The body's report against `shape`. The first shape on a body nothing has parsed yet is
+    /// matched on the text: a body that matches never becomes a `Value` (see
+    /// `PreparedShape::matches_slice`); one that is not JSON is left to `body`, for the error
+    /// every other read gives.
+    fn shape_report(&self, shape: &PreparedShape, options: &ShapeOptions) -> ShapeReport {
+        if let Some(Ok(report)) = self
+            .body_for_first_shape()
+            .map(|text| shape.matches_slice(text, options))
+        {
+            return report;
+        }
+        let reason = match self.body() {
+            Body::Json(actual) => return shape.matches(actual, options),
+            Body::Empty => "the response body is empty".to_owned(),
+            Body::Invalid(e) => format!("the response body is not JSON ({e})"),
+        };
+        ShapeReport {
+            mismatches: vec![ShapeMismatch {
+                path: "$".into(),
+                reason,
+                expected: "a JSON document".into(),
+                actual: self.body_excerpt(),
+            }],
+            matched: Vec::new(),
+        }
+    }
+
     /// Matches the body against `shape`, records `assert.json.shape` (and, on a match,
     /// `http.contract.shape`), attaches the shape when asked to, and fails on a mismatch.
     ///
@@ -545,25 +574,7 @@ impl RestResponse {
             Err(e) => self.shape_does_not_serialize(&e),
         };
         let sanitizer = settings::sanitizer(self.context());
-        let report = match self.body() {
-            Body::Json(actual) => shape.matches(actual, options),
-            other => {
-                let reason = match other {
-                    Body::Empty => "the response body is empty".to_owned(),
-                    Body::Invalid(e) => format!("the response body is not JSON ({e})"),
-                    Body::Json(_) => unreachable!("matched above"),
-                };
-                kit_core::json::ShapeReport {
-                    mismatches: vec![ShapeMismatch {
-                        path: "$".into(),
-                        reason,
-                        expected: "a JSON document".into(),
-                        actual: self.body_excerpt(),
-                    }],
-                    matched: Vec::new(),
-                }
-            }
-        };
+        let report = self.shape_report(&shape, options);
         // A mismatch under a sensitive name shows neither the value expected nor the one found.
         let rules = sanitizer.rules();
         let mismatches: Vec<ShapeMismatch> = report

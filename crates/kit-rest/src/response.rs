@@ -1,6 +1,6 @@
 //! The buffered response.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -50,6 +50,9 @@ pub struct RestResponse {
     text: OnceLock<String>,
     json: OnceLock<Body>,
     shapes: AtomicU32,
+    /// Set once a shape was matched on the body's text: a second shape parses the `Value`
+    /// that every later assertion and read shares.
+    text_matched: AtomicBool,
     elapsed: Duration,
 }
 
@@ -92,6 +95,7 @@ impl RestResponse {
             text: OnceLock::new(),
             json: OnceLock::new(),
             shapes: AtomicU32::new(0),
+            text_matched: AtomicBool::new(false),
             elapsed,
         }
     }
@@ -201,6 +205,16 @@ impl RestResponse {
     /// The number of the next expected-shape attachment of this response, from 1.
     pub(crate) fn next_shape_number(&self) -> u32 {
         self.shapes.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// The body's text for a shape to match without parsing it into a `Value`: for the first
+    /// shape asserted on a body nothing has parsed yet, if it is not empty.
+    pub(crate) fn body_for_first_shape(&self) -> Option<&[u8]> {
+        let text = self.raw.body();
+        (self.json.get().is_none()
+            && !self.text_matched.swap(true, Ordering::Relaxed)
+            && !text.iter().all(u8::is_ascii_whitespace))
+        .then_some(text)
     }
 
     /// The body parsed as JSON, once.

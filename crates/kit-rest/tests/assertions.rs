@@ -380,6 +380,37 @@ async fn match_shape_rules_on_a_real_response() {
     );
 }
 
+/// A response's first shape is matched on the body's text, without a `Value`; what comes after
+/// it (reads, more shapes, a failure) reads the body as before.
+#[tokio::test]
+async fn a_shape_matched_on_the_text_leaves_reads_and_later_shapes_whole() {
+    let f = fixture();
+    let ctx = f.test();
+    let order = ctx.rest().get("/order").await;
+    order.should().match_shape(
+        json!({ "ID": 7, "lines": json_value::each(json!({ "sku": json_value::any_string() })) }),
+    );
+    assert_eq!(order.read_as_json_at::<u64>("$.id"), Some(7));
+    assert!(
+        failure(|| {
+            order.should().match_shape(json!({ "id": 8 }));
+        })
+        .contains("[$.id]: values differ. (Expected: 8, Actual: 7)")
+    );
+    let again = ctx.rest().get("/order").await;
+    assert!(
+        failure(|| {
+            again.should().match_shape(json!({ "id": 8 }));
+        })
+        .contains("[$.id]: values differ. (Expected: 8, Actual: 7)")
+    );
+    again.should().match_shape(json!({ "id": 7 }));
+    assert_eq!(
+        again.read_as_json_at::<String>("$.lines[1].sku").as_deref(),
+        Some("B-2")
+    );
+}
+
 #[tokio::test]
 async fn a_seven_mismatch_shape_failure_lists_them_all_with_paths() {
     let f = fixture();

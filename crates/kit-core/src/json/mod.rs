@@ -2,6 +2,7 @@
 //! case-insensitive binding.
 
 mod bind;
+mod doc;
 mod matchers;
 mod path;
 mod shape;

@@ -17,6 +17,7 @@ use std::rc::Rc;
 
 use serde_json::Value;
 
+use super::doc::{self, Node};
 use super::matchers::{Matcher, MatcherKind, is_rfc3339, is_uuid};
 use super::path::{kind, push_member};
 
@@ -144,6 +145,11 @@ fn compare(a: &serde_json::Number, b: &serde_json::Number) -> Option<std::cmp::O
     }
 }
 
+/// The most members of an object that the match on a document tree scans for each name the
+/// shape lists; a larger object is indexed first, so that a shape listing many of its members
+/// is not matched in quadratic time.
+const LONGEST_SCANNED_OBJECT: usize = 32;
+
 /// A parsed matcher, shared by every place the walk meets it.
 type Parsed = Rc<Result<MatcherKind, String>>;
 
@@ -268,13 +274,7 @@ impl Walk<'_> {
                 }
                 if self.options.exact {
                     for (name, value) in got {
-                        let listed = expected.keys().any(|k| {
-                            k == name
-                                || (!self.options.case_sensitive
-                                    && (k.eq_ignore_ascii_case(name)
-                                        || k.to_lowercase() == name.to_lowercase()))
-                        });
-                        if !listed {
+                        if !self.listed(expected, name) {
                             let mut member_path = path.to_owned();
                             push_member(&mut member_path, name);
                             self.mismatch(
@@ -324,6 +324,147 @@ impl Walk<'_> {
                 }
             }
         }
+    }
+
+    /// Matches a document tree: true, with every matched path recorded, when nothing under
+    /// `path` mismatched; false at the first mismatch, leaving the report incomplete (the
+    /// caller starts again on a `Value`, which reports every mismatch). Each step mirrors
+    /// `node_inner`, so a match records the paths, in the order, that it records.
+    fn doc_node(&mut self, path: &str, shape: &Value, actual: &Node<'_>) -> bool {
+        if !self.doc_node_inner(path, shape, actual) {
+            return false;
+        }
+        if path != "$" {
+            self.report.matched.push(path.to_owned());
+        }
+        true
+    }
+
+    fn doc_node_inner(&mut self, path: &str, shape: &Value, actual: &Node<'_>) -> bool {
+        if let Some(matcher) = self.matchers.get(shape) {
+            // The common matchers read the tree as `matcher` reads a `Value`; the others read
+            // a `Value`, made of this one value (most often a scalar).
+            let number = |ok: fn(std::cmp::Ordering) -> bool, bound: &serde_json::Number| match actual {
+                Node::Number(n) => compare(n, bound).is_some_and(ok),
+                _ => false,
+            };
+            match (&*matcher, actual) {
+                (Ok(MatcherKind::Each { shape }), Node::Array(items)) => {
+                    return items
+                        .iter()
+                        .enumerate()
+                        .all(|(i, item)| self.doc_node(&super::path::index_path(path, i), shape, item));
+                }
+                (Ok(MatcherKind::NotNull), _) => return !matches!(actual, Node::Null),
+                (Ok(MatcherKind::AnyString), _) => return matches!(actual, Node::Str(_)),
+                (Ok(MatcherKind::AnyNumber), _) => return matches!(actual, Node::Number(_)),
+                (Ok(MatcherKind::AnyBool), _) => return matches!(actual, Node::Bool(_)),
+                (Ok(MatcherKind::AnyArray), _) => return matches!(actual, Node::Array(_)),
+                (Ok(MatcherKind::AnyObject), _) => return matches!(actual, Node::Object(_)),
+                (Ok(MatcherKind::GreaterThan { value }), _) => return number(|o| o.is_gt(), value),
+                (Ok(MatcherKind::GreaterOrEqual { value }), _) => return number(|o| o.is_ge(), value),
+                (Ok(MatcherKind::LessThan { value }), _) => return number(|o| o.is_lt(), value),
+                (Ok(MatcherKind::LessOrEqual { value }), _) => return number(|o| o.is_le(), value),
+                (Ok(MatcherKind::Between { low, high }), _) => {
+                    return number(|o| o.is_ge(), low) && number(|o| o.is_le(), high);
+                }
+                (Ok(MatcherKind::ArrayContaining { items }), Node::Array(elements)) => {
+                    // As `matcher` does: each item takes the first element left that it matches.
+                    let mut used = vec![false; elements.len()];
+                    return items.iter().all(|item| {
+                        let found =
+                            (0..elements.len()).find(|&i| !used[i] && self.doc_dry_run(item, &elements[i]));
+                        found.inspect(|&i| used[i] = true).is_some()
+                    });
+                }
+                _ => {}
+            }
+            let before = self.report.mismatches.len();
+            self.node_inner(path, shape, &actual.to_value());
+            return self.report.mismatches.len() == before;
+        }
+        match (shape, actual) {
+            (Value::Object(expected), Node::Object(got)) => {
+                let index = (got.len() > LONGEST_SCANNED_OBJECT).then(|| doc::MemberIndex::new(got));
+                let mut member_path = String::with_capacity(path.len() + 16);
+                for (name, member_shape) in expected {
+                    let absent = self
+                        .matchers
+                        .get(member_shape)
+                        .is_some_and(|m| matches!(*m, Ok(MatcherKind::Absent)));
+                    match self.find_doc_member(got, index.as_ref(), name) {
+                        // A member the shape wants absent is there: a mismatch.
+                        Some(_) if absent => return false,
+                        Some((actual_name, value)) => {
+                            member_path.clear();
+                            member_path.push_str(path);
+                            push_member(&mut member_path, actual_name);
+                            if !self.doc_node(&member_path, member_shape, value) {
+                                return false;
+                            }
+                        }
+                        None if absent => {}
+                        None => return false,
+                    }
+                }
+                !self.options.exact || got.iter().all(|(name, _)| self.listed(expected, name))
+            }
+            (Value::Array(expected), Node::Array(got)) => {
+                expected.len() == got.len()
+                    && expected
+                        .iter()
+                        .zip(got)
+                        .enumerate()
+                        .all(|(i, (item_shape, item))| {
+                            self.doc_node(&super::path::index_path(path, i), item_shape, item)
+                        })
+            }
+            (Value::Number(x), Node::Number(y)) => numbers_equal(x, y),
+            (Value::String(x), Node::Str(y)) => x == y,
+            (Value::Bool(x), Node::Bool(y)) => x == y,
+            (Value::Null, Node::Null) => true,
+            _ => false,
+        }
+    }
+
+    /// Whether `actual` matches `shape`, without recording anything (`dry_run` on a tree).
+    fn doc_dry_run(&self, shape: &Value, actual: &Node<'_>) -> bool {
+        let mut probe = self.probe();
+        probe.doc_node_inner("$", shape, actual) && probe.report.mismatches.is_empty()
+    }
+
+    /// `find_member` on a document tree's object (`index` is given for a large one).
+    fn find_doc_member<'n, 'a>(
+        &self,
+        got: &'n [(std::borrow::Cow<'a, str>, Node<'a>)],
+        index: Option<&doc::MemberIndex<'n>>,
+        name: &str,
+    ) -> Option<(&'n str, &'n Node<'a>)> {
+        let found = match index {
+            Some(index) => index.get(got, name),
+            None => doc::member(got, name),
+        };
+        if found.is_some() {
+            return found;
+        }
+        if self.options.case_sensitive {
+            return None;
+        }
+        // The first name that matches in any case, with its last value, as `Map::iter` has it.
+        let (first, _) = got
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name) || k.to_lowercase() == name.to_lowercase())?;
+        doc::member(got, first)
+    }
+
+    /// Whether a document's member `name` is one the shape lists (exact mode).
+    fn listed(&self, expected: &serde_json::Map<String, Value>, name: &str) -> bool {
+        expected.contains_key(name)
+            || expected.keys().any(|k| {
+                k == name
+                    || (!self.options.case_sensitive
+                        && (k.eq_ignore_ascii_case(name) || k.to_lowercase() == name.to_lowercase()))
+            })
     }
 
     /// Whether `actual` matches `shape`, without recording anything.
@@ -519,6 +660,46 @@ impl PreparedShape {
     /// Matches `actual` against the shape, as [`match_shape`] does.
     pub fn matches(&self, actual: &Value, options: &ShapeOptions) -> ShapeReport {
         walk(&self.shape, actual, options, Rc::clone(&self.matchers))
+    }
+
+    /// Matches the JSON document `json` against the shape: the report [`matches`](Self::matches)
+    /// gives for the document's `Value`, or the error `serde_json::from_slice` gives for text
+    /// that is not JSON.
+    ///
+    /// A document that matches is read once, into a tree that borrows its strings from `json`,
+    /// and never becomes a `Value`: that costs less than `serde_json::from_slice` alone. A
+    /// document that does not match is parsed again into a `Value`, to report every mismatch.
+    ///
+    /// ```
+    /// use kit_core::json::{PreparedShape, ShapeOptions, json_value};
+    /// use serde_json::json;
+    ///
+    /// let shape = PreparedShape::new(json!({ "id": json_value::greater_than(0), "tags": ["a"] }));
+    /// let body = br#"{"id": 7, "Tags": ["a"], "name": "lamp"}"#;
+    /// let report = shape.matches_slice(body, &ShapeOptions::default()).unwrap();
+    /// assert_eq!(report.matched, ["$.id", "$.Tags[0]", "$.Tags"]);
+    ///
+    /// let report = shape.matches_slice(br#"{"id": 0, "tags": []}"#, &ShapeOptions::default()).unwrap();
+    /// assert_eq!(report.mismatches.len(), 2);
+    /// assert!(shape.matches_slice(b"{\"id\": ", &ShapeOptions::default()).is_err());
+    /// ```
+    pub fn matches_slice(
+        &self,
+        json: &[u8],
+        options: &ShapeOptions,
+    ) -> Result<ShapeReport, serde_json::Error> {
+        let document: Node<'_> = serde_json::from_slice(json)?;
+        let mut walk = Walk {
+            options,
+            report: ShapeReport::default(),
+            matchers: Rc::clone(&self.matchers),
+        };
+        if walk.doc_node("$", &self.shape, &document) {
+            return Ok(walk.report);
+        }
+        drop(document);
+        let value: Value = serde_json::from_slice(json)?;
+        Ok(self.matches(&value, options))
     }
 }
 

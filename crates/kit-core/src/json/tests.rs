@@ -5,8 +5,26 @@ use serde_json::{Value, json};
 
 use super::*;
 
+/// Matches both ways, on the tree and on its text, and checks that the text's report is the
+/// report on the text's own tree (serde_json's default float parsing may read a written float
+/// back one bit off, so that tree can differ from `actual`).
+fn report(shape: &Value, actual: &Value, options: &ShapeOptions) -> ShapeReport {
+    let on_tree = match_shape(shape, actual, options);
+    let text = actual.to_string();
+    let text_tree: Value = serde_json::from_str(&text).expect("the document is JSON");
+    let on_text = PreparedShape::new(shape.clone())
+        .matches_slice(text.as_bytes(), options)
+        .expect("the document is JSON");
+    assert_eq!(
+        on_text,
+        match_shape(shape, &text_tree, options),
+        "matching the text of {text} against {shape}"
+    );
+    on_tree
+}
+
 fn mismatches(shape: Value, actual: Value, options: ShapeOptions) -> Vec<String> {
-    match_shape(&shape, &actual, &options)
+    report(&shape, &actual, &options)
         .mismatches
         .iter()
         .map(ToString::to_string)
@@ -104,14 +122,14 @@ fn rule_every_mismatch_is_reported_at_once_with_its_path() {
 
 #[test]
 fn matched_paths_are_reported_for_coverage() {
-    let report = match_shape(
+    let found = report(
         &json!({ "id": json_value::not_null(), "lines": json_value::each(json!({ "sku": json_value::any_string() })) }),
         &json!({ "id": 1, "lines": [ { "sku": "A", "qty": 1 }, { "sku": "B" } ], "x": 0 }),
         &ShapeOptions::default(),
     );
-    assert!(report.is_match());
+    assert!(found.is_match());
     assert_eq!(
-        report.matched,
+        found.matched,
         [
             "$.id",
             "$.lines[0].sku",
@@ -121,7 +139,7 @@ fn matched_paths_are_reported_for_coverage() {
             "$.lines"
         ]
     );
-    let odd = match_shape(
+    let odd = report(
         &json!({ "a b": 1 }),
         &json!({ "a b": 1 }),
         &ShapeOptions::default(),
@@ -348,6 +366,91 @@ fn matcher_mismatches_read_well() {
     );
 }
 
+#[test]
+fn the_text_match_finds_members_as_the_tree_match_does() {
+    let options = [
+        ShapeOptions::default(),
+        ShapeOptions::EXACT,
+        ShapeOptions {
+            exact: false,
+            case_sensitive: true,
+        },
+    ];
+    // Repeated names (the last value counts), names in other cases (the exact spelling first),
+    // escapes, numbers written differently, and a member the shape wants absent.
+    let cases = [
+        (json!({ "a": 3 }), r#"{"a":1,"b":2,"a":3}"#),
+        (json!({ "a": 1 }), r#"{"a":1,"b":2,"a":3}"#),
+        (json!({ "name": "x" }), r#"{"Name":"y","NAME":"x","name":"x"}"#),
+        (json!({ "name": "y" }), r#"{"Name":"y","NAME":"x"}"#),
+        (json!({ "name": "x" }), r#"{"Name":"y","NAME":"x","Name":"x"}"#),
+        (json!({ "straße": 1 }), r#"{"STRASSE":1,"Straße":1}"#),
+        (json!({ "q\"uote": "a\nb" }), r#"{"q\"uote":"a\nb"}"#),
+        (
+            json!({ "n": 1, "m": [1.0, -0.0] }),
+            r#"{"n":1.0,"m":[1,0],"k":null}"#,
+        ),
+        (
+            json!({ "gone": json_value::absent(), "here": json_value::not_null() }),
+            r#"{"here":0}"#,
+        ),
+        (json!({ "gone": json_value::absent() }), r#"{"gone":null}"#),
+        (json!([{ "a": [] }, null, true]), r#"[{"a":[],"b":{}},null,true]"#),
+    ];
+    for (shape, text) in cases {
+        let value: Value = serde_json::from_str(text).unwrap();
+        for options in &options {
+            let on_text = PreparedShape::new(shape.clone())
+                .matches_slice(text.as_bytes(), options)
+                .unwrap();
+            assert_eq!(
+                on_text,
+                match_shape(&shape, &value, options),
+                "{shape} on {text}, {options:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_text_match_of_a_large_object_or_a_failing_document_is_the_tree_match() {
+    let members: serde_json::Map<String, Value> = (0..200).map(|i| (format!("m{i}"), json!(i))).collect();
+    let document = Value::Object(members.clone());
+    let shape = Value::Object(members.into_iter().step_by(3).collect());
+    let found = report(&shape, &document, &ShapeOptions::default());
+    assert!(found.is_match());
+    assert_eq!(found.matched.len(), 67);
+    // A large object with a repeated name, found through the index as through the scan.
+    let mut text: String = (0..40).map(|i| format!("\"m{i}\":{i},")).collect();
+    text = format!("{{\"a\":1,{text}\"A\":2,\"a\":3}}");
+    for (shape, options) in [
+        (json!({ "a": 3, "m39": 39 }), ShapeOptions::default()),
+        (json!({ "a": 1 }), ShapeOptions::default()),
+        (json!({ "M7": 7 }), ShapeOptions::default()),
+        (
+            json!({ "M7": 7 }),
+            ShapeOptions {
+                exact: false,
+                case_sensitive: true,
+            },
+        ),
+    ] {
+        let value: Value = serde_json::from_str(&text).unwrap();
+        let on_text = PreparedShape::new(shape.clone())
+            .matches_slice(text.as_bytes(), &options)
+            .unwrap();
+        assert_eq!(on_text, match_shape(&shape, &value, &options), "{shape}");
+    }
+    let shape = PreparedShape::new(json!({ "a": 1 }));
+    for text in ["", "{", "{\"a\":1} {}", "[1,]"] {
+        let refused = shape
+            .matches_slice(text.as_bytes(), &ShapeOptions::default())
+            .unwrap_err();
+        let by_serde = serde_json::from_str::<Value>(text).unwrap_err();
+        assert_eq!(refused.to_string(), by_serde.to_string(), "{text:?}");
+    }
+}
+
 mod properties {
     use super::*;
     use proptest::prelude::*;
@@ -369,13 +472,27 @@ mod properties {
         })
     }
 
+    /// The value with every member name in lower case: a shape that matches only
+    /// case-insensitively (or, for repeated names, differently).
+    fn lowercased(value: &Value) -> Value {
+        match value {
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .map(|(k, v)| (k.to_lowercase(), lowercased(v)))
+                    .collect(),
+            ),
+            Value::Array(items) => Value::Array(items.iter().map(lowercased).collect()),
+            other => other.clone(),
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(500))]
 
         #[test]
         fn any_value_matches_itself_partially_and_exactly(value in any_json()) {
-            prop_assert!(match_shape(&value, &value, &ShapeOptions::default()).is_match());
-            prop_assert!(match_shape(&value, &value, &ShapeOptions::EXACT).is_match());
+            prop_assert!(report(&value, &value, &ShapeOptions::default()).is_match());
+            prop_assert!(report(&value, &value, &ShapeOptions::EXACT).is_match());
         }
 
         #[test]
@@ -387,10 +504,18 @@ mod properties {
             let mut actual = fields;
             actual.insert("added_field_x".into(), extra);
             let actual = Value::Object(actual.into_iter().collect());
-            prop_assert!(match_shape(&shape, &actual, &ShapeOptions::default()).is_match());
-            let exact = match_shape(&shape, &actual, &ShapeOptions::EXACT);
+            prop_assert!(report(&shape, &actual, &ShapeOptions::default()).is_match());
+            let exact = report(&shape, &actual, &ShapeOptions::EXACT);
             prop_assert_eq!(exact.mismatches.len(), 1);
             prop_assert_eq!(&exact.mismatches[0].path, "$.added_field_x");
+        }
+
+        #[test]
+        fn the_text_match_is_the_tree_match(shape in any_json(), actual in any_json(), exact in any::<bool>()) {
+            let options = ShapeOptions { exact, case_sensitive: false };
+            report(&shape, &actual, &options);
+            report(&lowercased(&actual), &actual, &options);
+            report(&lowercased(&actual), &actual, &ShapeOptions { exact, case_sensitive: true });
         }
 
         #[test]
@@ -402,7 +527,7 @@ mod properties {
             let mut reordered = items.clone();
             reordered.rotate_left(rotation % items.len().max(1));
             prop_assume!(reordered != items);
-            prop_assert!(!match_shape(&json!(items), &json!(reordered), &ShapeOptions::default()).is_match());
+            prop_assert!(!report(&json!(items), &json!(reordered), &ShapeOptions::default()).is_match());
         }
     }
 }
