@@ -532,12 +532,13 @@ impl RestResponse {
 
     /// The body's report against `shape`. The first shape on a body nothing has parsed yet is
     /// matched on the text: a body that matches never becomes a `Value` (see
-    /// `PreparedShape::matches_slice`); one that is not JSON is left to `body`, for the error
-    /// every other read gives.
+    /// `PreparedShape::try_matches_slice`). One that mismatches is matched on the `Value` that
+    /// later reads share; one that is not JSON is left to `body`, for the error every other
+    /// read gives.
     fn shape_report(&self, shape: &PreparedShape, options: &ShapeOptions) -> ShapeReport {
-        if let Some(Ok(report)) = self
+        if let Some(Ok(Some(report))) = self
             .body_for_first_shape()
-            .map(|text| shape.matches_slice(text, options))
+            .map(|text| shape.try_matches_slice(text, options))
         {
             return report;
         }

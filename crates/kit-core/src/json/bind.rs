@@ -148,10 +148,7 @@ impl<'de> LooseMap<'de> {
         if fields.contains(&key) {
             return key;
         }
-        match fields
-            .iter()
-            .find(|f| f.eq_ignore_ascii_case(key) || f.to_lowercase() == key.to_lowercase())
-        {
+        match fields.iter().find(|f| same_name_in_any_case(f, key)) {
             Some(field) if !self.map.contains_key(*field) => field,
             _ => key,
         }
@@ -181,6 +178,12 @@ impl<'de> MapAccess<'de> for LooseMap<'de> {
     fn size_hint(&self) -> Option<usize> {
         Some(self.entries.len())
     }
+}
+
+/// Whether two member names are the same but for case: ASCII first, then Unicode's lower case
+/// (`Straße` and `STRASSE` are not; `ÉTÉ` and `été` are). Shapes and binding both find names so.
+pub(crate) fn same_name_in_any_case(a: &str, b: &str) -> bool {
+    a.eq_ignore_ascii_case(b) || a.to_lowercase() == b.to_lowercase()
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ use std::rc::Rc;
 
 use serde_json::Value;
 
+use super::bind::same_name_in_any_case;
 use super::doc::{self, Node};
 use super::matchers::{Matcher, MatcherKind, is_rfc3339, is_uuid};
 use super::path::{kind, push_member};
@@ -211,8 +212,7 @@ impl Walk<'_> {
         if self.options.case_sensitive {
             return None;
         }
-        map.iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name) || k.to_lowercase() == name.to_lowercase())
+        map.iter().find(|(k, _)| same_name_in_any_case(k, name))
     }
 
     /// Matches `actual` at `path` against `shape`; records the path as matched when nothing
@@ -451,20 +451,14 @@ impl Walk<'_> {
             return None;
         }
         // The first name that matches in any case, with its last value, as `Map::iter` has it.
-        let (first, _) = got
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name) || k.to_lowercase() == name.to_lowercase())?;
+        let (first, _) = got.iter().find(|(k, _)| same_name_in_any_case(k, name))?;
         doc::member(got, first)
     }
 
     /// Whether a document's member `name` is one the shape lists (exact mode).
     fn listed(&self, expected: &serde_json::Map<String, Value>, name: &str) -> bool {
         expected.contains_key(name)
-            || expected.keys().any(|k| {
-                k == name
-                    || (!self.options.case_sensitive
-                        && (k.eq_ignore_ascii_case(name) || k.to_lowercase() == name.to_lowercase()))
-            })
+            || (!self.options.case_sensitive && expected.keys().any(|k| same_name_in_any_case(k, name)))
     }
 
     /// Whether `actual` matches `shape`, without recording anything.
@@ -668,7 +662,8 @@ impl PreparedShape {
     ///
     /// A document that matches is read once, into a tree that borrows its strings from `json`,
     /// and never becomes a `Value`: that costs less than `serde_json::from_slice` alone. A
-    /// document that does not match is parsed again into a `Value`, to report every mismatch.
+    /// document that does not match is parsed again into a `Value`, to report every mismatch
+    /// (see [`try_matches_slice`](Self::try_matches_slice) to parse it yourself).
     ///
     /// ```
     /// use kit_core::json::{PreparedShape, ShapeOptions, json_value};
@@ -688,18 +683,40 @@ impl PreparedShape {
         json: &[u8],
         options: &ShapeOptions,
     ) -> Result<ShapeReport, serde_json::Error> {
+        if let Some(report) = self.try_matches_slice(json, options)? {
+            return Ok(report);
+        }
+        let value: Value = serde_json::from_slice(json)?;
+        Ok(self.matches(&value, options))
+    }
+
+    /// Matches the JSON document `json` on its text only: `Some` report of a match (the one
+    /// [`matches`](Self::matches) gives), `None` at the first mismatch, for the caller to match
+    /// the document's `Value` (one it may keep for other reads) and report every mismatch.
+    ///
+    /// ```
+    /// use kit_core::json::{PreparedShape, ShapeOptions};
+    /// use serde_json::json;
+    ///
+    /// let shape = PreparedShape::new(json!({ "id": 7 }));
+    /// let options = ShapeOptions::default();
+    /// let report = shape.try_matches_slice(br#"{"id": 7, "x": [1]}"#, &options).unwrap();
+    /// assert_eq!(report.map(|r| r.matched), Some(vec!["$.id".to_owned()]));
+    /// assert_eq!(shape.try_matches_slice(br#"{"id": 8}"#, &options).unwrap(), None);
+    /// assert!(shape.try_matches_slice(b"[", &options).is_err());
+    /// ```
+    pub fn try_matches_slice(
+        &self,
+        json: &[u8],
+        options: &ShapeOptions,
+    ) -> Result<Option<ShapeReport>, serde_json::Error> {
         let document: Node<'_> = serde_json::from_slice(json)?;
         let mut walk = Walk {
             options,
             report: ShapeReport::default(),
             matchers: Rc::clone(&self.matchers),
         };
-        if walk.doc_node("$", &self.shape, &document) {
-            return Ok(walk.report);
-        }
-        drop(document);
-        let value: Value = serde_json::from_slice(json)?;
-        Ok(self.matches(&value, options))
+        Ok(walk.doc_node("$", &self.shape, &document).then_some(walk.report))
     }
 }
 

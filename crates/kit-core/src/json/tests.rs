@@ -20,6 +20,15 @@ fn report(shape: &Value, actual: &Value, options: &ShapeOptions) -> ShapeReport 
         match_shape(shape, &text_tree, options),
         "matching the text of {text} against {shape}"
     );
+    // The text alone answers every match, and only matches.
+    let text_only = PreparedShape::new(shape.clone())
+        .try_matches_slice(text.as_bytes(), options)
+        .expect("the document is JSON");
+    assert_eq!(
+        text_only.as_ref(),
+        on_text.is_match().then_some(&on_text),
+        "the text alone, {text} against {shape}"
+    );
     on_tree
 }
 
