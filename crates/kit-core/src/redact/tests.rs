@@ -334,6 +334,27 @@ mod properties {
         }
 
         #[test]
+        fn a_json_body_without_a_sensitive_name_is_what_the_scan_makes_of_it(
+            text in "([\\[\\]{}\":, a-z0-9.-]|\\\\|\\\\u0070|\\\\\"|é|password|PassWord|toKEN|tokens|id_token|secret|\"apiKey\"|\"cookie\":\"c\"){0,60}",
+            extra in prop::sample::select(vec!["", "ssn", "Ssn", "x"]),
+        ) {
+            // The default names and one more (or none), the shortcut against the scan alone:
+            // the same text out, the same values remembered.
+            let mut options = KitHttpAttachmentOptions::default();
+            if !extra.is_empty() {
+                options.sensitive_json_properties.push(extra.to_owned());
+            }
+            let none = Rules::new(&[], &[], &[]);
+            for rules in [Sanitizer::new(&options, Arc::new(SecretRegistry::new())).rules().clone(), none] {
+                let (mut fast, mut scanned) = (Vec::new(), Vec::new());
+                let out = super::super::json_body(&text, &rules, &mut |v| fast.push(v.to_owned()));
+                let expected = super::super::json_body_scanned(&text, &rules, &mut |v| scanned.push(v.to_owned()));
+                prop_assert_eq!(out, expected);
+                prop_assert_eq!(fast, scanned);
+            }
+        }
+
+        #[test]
         fn the_text_fallback_takes_any_name_and_value(
             name in "(\\\\u|\\\\|[^\"]){0,12}",
             value in "(\\\\u|\\\\|[^\"]){0,12}",
