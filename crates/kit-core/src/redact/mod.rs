@@ -68,8 +68,9 @@ struct Names {
     names: Vec<String>,
     /// Bit `n` set: some name is `n` bytes long (bit 63: some name is 63 bytes or longer).
     lengths: u64,
-    /// Finds any of the names anywhere in a text, case aside (`None`: no names, or the
-    /// automaton could not be built, and every text may hold one).
+    /// Finds any of the names anywhere in a text, case aside. `None` when there are no names,
+    /// when they are not looked for in texts (only the JSON names are: every body is checked),
+    /// or when the automaton could not be built; then any text may hold one.
     finder: Option<Arc<AhoCorasick>>,
 }
 
@@ -86,20 +87,24 @@ impl Names {
     fn new(list: &[String]) -> Self {
         let names: Vec<String> = list.iter().map(|s| s.to_ascii_lowercase()).collect();
         let lengths = names.iter().fold(0, |bits, n| bits | Self::bit(n.len()));
-        let finder = (!names.is_empty())
-            .then(|| {
-                AhoCorasick::builder()
-                    .ascii_case_insensitive(true)
-                    .build(&names)
-                    .ok()
-            })
-            .flatten()
-            .map(Arc::new);
         Names {
             names,
             lengths,
-            finder,
+            finder: None,
         }
+    }
+
+    /// [`new`](Self::new), with the finder [`may_occur_in`](Self::may_occur_in) uses.
+    fn searchable(list: &[String]) -> Self {
+        let mut names = Self::new(list);
+        if !names.names.is_empty() {
+            names.finder = AhoCorasick::builder()
+                .ascii_case_insensitive(true)
+                .build(&names.names)
+                .ok()
+                .map(Arc::new);
+        }
+        names
     }
 
     /// Whether some name may be written in `text`: false only when none is, in any case.
@@ -125,7 +130,7 @@ impl Rules {
         Rules {
             headers: Names::new(headers),
             query: Names::new(query),
-            json: Names::new(json),
+            json: Names::searchable(json),
         }
     }
 

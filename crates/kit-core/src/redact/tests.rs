@@ -296,6 +296,19 @@ fn property_names_are_configurable() {
     );
 }
 
+#[test]
+fn a_body_is_passed_over_only_when_no_sensitive_name_occurs_in_it() {
+    let rules = sanitizer().rules().clone();
+    for text in [r#"{"id":1,"sku":"A-1"}"#, "", "pass word", r#"{"tok":"en"}"#] {
+        assert!(!rules.json.may_occur_in(text), "{text:?} holds a sensitive name");
+    }
+    for text in [r#"{"PassWord":1}"#, "x-token-y", r#""clientsecret""#, "ID_TOKEN"] {
+        assert!(rules.json.may_occur_in(text), "{text:?} holds one");
+    }
+    // No names: nothing is ever sensitive.
+    assert!(!Rules::new(&[], &[], &[]).json.may_occur_in("password"));
+}
+
 mod properties {
     use super::*;
     use crate::options::DEFAULT_SENSITIVE_JSON_PROPERTIES;
