@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fs::{File, TryLockError};
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kit_core::redact::FingerprintSet;
@@ -88,65 +89,60 @@ pub struct Salvage {
     pub dropped_bytes: u64,
 }
 
-/// The file as the `zip` crate sees it: the file itself, or a salvaged file's whole prefix
-/// followed by a central directory made for it in memory.
-enum Source {
-    File(File),
-    Spliced {
-        file: File,
-        prefix: u64,
-        tail: Vec<u8>,
-        pos: u64,
-    },
+/// The file as the `zip` crate sees it: its first `prefix` bytes, followed by `tail` (nothing
+/// for a whole archive; a central directory made in memory for a salvaged one).
+///
+/// Reads are positioned (`pread`), each source keeping its own position, so clones of a reader
+/// read the one open file from several threads at once. A whole archive is read as long as it
+/// was when opened: bytes a writer appends later belong to a directory this reader never saw.
+#[derive(Clone)]
+struct Source {
+    file: Arc<File>,
+    prefix: u64,
+    tail: Arc<[u8]>,
+    pos: u64,
 }
 
 impl Read for Source {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Source::File(f) => f.read(buf),
-            Source::Spliced {
-                file,
-                prefix,
-                tail,
-                pos,
-            } => {
-                if *pos < *prefix {
-                    let want = buf.len().min((*prefix - *pos) as usize);
-                    file.seek(SeekFrom::Start(*pos))?;
-                    let n = file.read(&mut buf[..want])?;
-                    *pos += n as u64;
-                    Ok(n)
-                } else {
-                    let at = (*pos - *prefix) as usize;
-                    let n = buf.len().min(tail.len().saturating_sub(at));
-                    buf[..n].copy_from_slice(&tail[at..at + n]);
-                    *pos += n as u64;
-                    Ok(n)
-                }
-            }
-        }
+        let n = if self.pos < self.prefix {
+            let want = buf
+                .len()
+                .min(usize::try_from(self.prefix - self.pos).unwrap_or(usize::MAX));
+            read_at(&self.file, &mut buf[..want], self.pos)?
+        } else {
+            let at = usize::try_from(self.pos - self.prefix).unwrap_or(usize::MAX);
+            let n = buf.len().min(self.tail.len().saturating_sub(at));
+            buf[..n].copy_from_slice(&self.tail[at..at + n]);
+            n
+        };
+        self.pos += n as u64;
+        Ok(n)
     }
 }
 
 impl Seek for Source {
     fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
-        match self {
-            Source::File(f) => f.seek(to),
-            Source::Spliced {
-                prefix, tail, pos, ..
-            } => {
-                let end = *prefix + tail.len() as u64;
-                let target = match to {
-                    SeekFrom::Start(n) => Some(n),
-                    SeekFrom::End(d) => end.checked_add_signed(d),
-                    SeekFrom::Current(d) => pos.checked_add_signed(d),
-                };
-                *pos =
-                    target.ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "seek before start"))?;
-                Ok(*pos)
-            }
-        }
+        let end = self.prefix + self.tail.len() as u64;
+        let target = match to {
+            SeekFrom::Start(n) => Some(n),
+            SeekFrom::End(d) => end.checked_add_signed(d),
+            SeekFrom::Current(d) => self.pos.checked_add_signed(d),
+        };
+        self.pos = target.ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "seek before start"))?;
+        Ok(self.pos)
     }
+}
+
+#[cfg(unix)]
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    std::os::unix::fs::FileExt::read_at(file, buf, offset)
+}
+
+#[cfg(windows)]
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    // Moves the handle's own position too; no reader relies on it.
+    std::os::windows::fs::FileExt::seek_read(file, buf, offset)
 }
 
 /// Reads a `.kittrace` archive, one test at a time.
@@ -155,6 +151,24 @@ impl Seek for Source {
 /// test's segments as it is reached, so memory grows with the largest test, not with the run.
 /// An archive whose writer was killed is salvaged: every whole entry is kept, and a test that
 /// started but never finished reads back as [`TestOutcome::Interrupted`].
+///
+/// A clone reads the same open file on its own (reads are positioned), so threads can share
+/// the work of reading one archive: each takes every n-th test (`tests().skip(k).step_by(n)`
+/// reads only those).
+///
+/// ```no_run
+/// use kit_trace::ArchiveReader;
+///
+/// let mut reader = ArchiveReader::open("TestResults/kit-run.kittrace")?;
+/// let mut other = reader.clone();
+/// let (evens, odds) = std::thread::scope(|s| {
+///     let odds = s.spawn(move || other.tests().skip(1).step_by(2).count());
+///     (reader.tests().step_by(2).count(), odds.join().unwrap())
+/// });
+/// assert_eq!(evens + odds, reader.test_count());
+/// # Ok::<(), kit_trace::TraceError>(())
+/// ```
+#[derive(Clone)]
 pub struct ArchiveReader {
     path: PathBuf,
     zip: zip::ZipArchive<Source>,
@@ -206,7 +220,15 @@ impl ArchiveReader {
             return Err(not_an_archive(&path, "it is not a zip file"));
         }
         let (source, salvage) = match zipfile::read_directory(&file, len) {
-            Ok(_) => (Source::File(file), None),
+            Ok(_) => (
+                Source {
+                    file: Arc::new(file),
+                    prefix: len,
+                    tail: Arc::from(Vec::new()),
+                    pos: 0,
+                },
+                None,
+            ),
             Err(_) => {
                 let salvaged = zipfile::salvage(&file, len).map_err(|e| io_err("read", e))?;
                 if salvaged.directory.entries.is_empty() {
@@ -216,10 +238,10 @@ impl ArchiveReader {
                     entries: salvaged.directory.entries.len(),
                     dropped_bytes: salvaged.dropped_bytes,
                 };
-                let source = Source::Spliced {
-                    file,
+                let source = Source {
+                    file: Arc::new(file),
                     prefix: salvaged.directory.end_of_entries,
-                    tail: zipfile::directory_bytes(&salvaged.directory),
+                    tail: Arc::from(zipfile::directory_bytes(&salvaged.directory)),
                     pos: 0,
                 };
                 (source, Some(salvage))
@@ -534,6 +556,11 @@ impl Iterator for Tests<'_> {
     type Item = Result<TestRecord, TraceError>;
     fn next(&mut self) -> Option<Self::Item> {
         let (run, test) = self.queue.next()?;
+        Some(self.reader.read_test(&run, test))
+    }
+    /// Skips `n` tests without reading them, then reads one.
+    fn nth(&mut self, n: usize) -> Option<Self::Item> {
+        let (run, test) = self.queue.nth(n)?;
         Some(self.reader.read_test(&run, test))
     }
     fn size_hint(&self) -> (usize, Option<usize>) {
