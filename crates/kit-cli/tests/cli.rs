@@ -310,3 +310,44 @@ fn the_report_lists_attachments() {
         "{text}"
     );
 }
+
+/// Several threads read an archive's tests (each every n-th one); the report still lists them
+/// in the archive's order, and a damaged test stops it with the entry named, wherever it is.
+#[test]
+fn tests_read_side_by_side_are_reported_in_order_and_a_damaged_one_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let names: Vec<String> = (0..9).map(|i| format!("t{i}")).collect();
+    let tests: Vec<(&str, u16, TestOutcome)> = names
+        .iter()
+        .map(|n| (n.as_str(), 200, TestOutcome::Passed))
+        .collect();
+    let path = archive(dir.path(), "order", &tests);
+    let output = report(&[&path]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let listed: String = names.iter().map(|n| format!("Passed {n}\n")).collect();
+    assert!(stdout(&output).contains(&listed), "{}", stdout(&output));
+
+    // Damage the fifth test's entries: the sixth and later are read by then, or being read.
+    let fifth = kit_trace::ArchiveReader::open(&path)
+        .unwrap()
+        .tests()
+        .nth(4)
+        .unwrap()
+        .unwrap()
+        .test_id
+        .to_string();
+    let mut bytes = std::fs::read(&path).unwrap();
+    let mut zip = zip::ZipArchive::new(std::fs::File::open(&path).unwrap()).unwrap();
+    for i in 0..zip.len() {
+        let entry = zip.by_index(i).unwrap();
+        if entry.name().unwrap().contains(&fifth) {
+            let start = entry.data_start().unwrap() as usize;
+            for b in &mut bytes[start..start + entry.compressed_size() as usize] {
+                *b ^= 0x5a;
+            }
+        }
+    }
+    std::fs::write(&path, &bytes).unwrap();
+    let output = report(&[&path]);
+    assert_input_error(&output, &format!("tests/{fifth}/"));
+}
