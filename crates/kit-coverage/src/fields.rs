@@ -20,28 +20,34 @@ use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess,
 /// ```
 pub fn body_fields(body: &str) -> BTreeSet<String> {
     let mut fields = BTreeSet::new();
-    collect_fields(body, &mut fields);
+    each_field(body, |field| {
+        if !fields.contains(field) {
+            fields.insert(field.to_owned());
+        }
+    });
     fields
 }
 
-/// [`body_fields`] into an existing set: fields already in it cost no allocation.
-pub(crate) fn collect_fields(body: &str, fields: &mut BTreeSet<String>) {
+/// Calls `visit` with the path of every member of `body`, as [`body_fields`] reads them, once
+/// per occurrence: each path is lent from one buffer, so a caller that holds it already
+/// allocates nothing.
+pub(crate) fn each_field(body: &str, mut visit: impl FnMut(&str)) {
     let mut path = String::from("$");
     let mut deserializer = serde_json::Deserializer::from_str(body);
     // An error only ends the reading: what was read before it stays.
     let _ = Walk {
         path: &mut path,
-        fields,
+        visit: &mut visit,
     }
     .deserialize(&mut deserializer);
 }
 
-struct Walk<'a> {
+struct Walk<'a, F> {
     path: &'a mut String,
-    fields: &'a mut BTreeSet<String>,
+    visit: &'a mut F,
 }
 
-impl<'de> DeserializeSeed<'de> for Walk<'_> {
+impl<'de, F: FnMut(&str)> DeserializeSeed<'de> for Walk<'_, F> {
     type Value = ();
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
@@ -49,7 +55,7 @@ impl<'de> DeserializeSeed<'de> for Walk<'_> {
     }
 }
 
-impl<'de> Visitor<'de> for Walk<'_> {
+impl<'de, F: FnMut(&str)> Visitor<'de> for Walk<'_, F> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -59,12 +65,10 @@ impl<'de> Visitor<'de> for Walk<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let len = self.path.len();
         while map.next_key_seed(Member(self.path))?.is_some() {
-            if !self.fields.contains(self.path.as_str()) {
-                self.fields.insert(self.path.clone());
-            }
+            (self.visit)(self.path);
             let walked = map.next_value_seed(Walk {
                 path: self.path,
-                fields: self.fields,
+                visit: self.visit,
             });
             self.path.truncate(len);
             walked?;
@@ -79,7 +83,7 @@ impl<'de> Visitor<'de> for Walk<'_> {
             while seq
                 .next_element_seed(Walk {
                     path: self.path,
-                    fields: self.fields,
+                    visit: self.visit,
                 })?
                 .is_some()
             {}

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use kit_core::report::{Report, ReportSection};
 use kit_core::{Collector, Event};
 
-use crate::{ByRoute, Exchange, ExchangeKind, slot};
+use crate::{ByRoute, Exchange, ExchangeKind};
 
 /// Calls of one endpoint: a method and a route template.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -41,7 +41,7 @@ impl RestCoverageCollector {
 
     /// Endpoints seen, ordered by route then method.
     pub fn endpoints(&self) -> impl Iterator<Item = &EndpointCoverage> {
-        self.endpoints.values().flat_map(|methods| methods.values())
+        self.endpoints.ordered().map(|(_, _, endpoint)| endpoint)
     }
 
     /// Total responses seen.
@@ -65,7 +65,7 @@ impl Collector for RestCoverageCollector {
         if route.is_empty() {
             return;
         }
-        let Some(entry) = slot(&mut self.endpoints, route, method) else {
+        let Some(entry) = self.endpoints.slot(route, method) else {
             return;
         };
         if entry.calls == 0 {

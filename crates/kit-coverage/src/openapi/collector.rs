@@ -1,4 +1,4 @@
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -9,7 +9,7 @@ use kit_core::{Collector, Event, EventId, EventKind, TestId};
 
 use super::{Found, OpenApiDocument, OpenApiError, Problem};
 use crate::traffic::each_asserted_field;
-use crate::{Exchange, ExchangeKind};
+use crate::{ByRoute, Exchange, ExchangeKind};
 
 /// Gap analysis against an OpenAPI document: operations never called, declared statuses
 /// never seen, response fields never asserted, and calls the document does not describe.
@@ -32,10 +32,23 @@ pub struct OpenApiCoverageCollector {
     document: Arc<OpenApiDocument>,
     excluded: Vec<Exclusion>,
     operations: Vec<OperationState>,
-    undescribed: BTreeMap<(String, String, String), u64>,
+    /// Calls the document does not describe, by route and method, and why: counted without
+    /// allocating or formatting anything per call (the reason is written when reported).
+    undescribed: ByRoute<Vec<(Unmatched, u64)>>,
     /// Where each request of a running test went, for the shape assertions on its response;
     /// dropped when the test finishes, so memory follows the tests running, not the run.
     requests: HashMap<TestId, HashMap<EventId, (usize, Option<usize>)>>,
+}
+
+/// Why a call is not described by the document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unmatched {
+    /// No path matches.
+    NoPath,
+    /// This path matches, without the call's method.
+    Method(usize),
+    /// This operation matches, without declaring the status.
+    Status(u16, usize),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,7 +153,7 @@ impl OpenApiCoverageCollector {
             excluded: vec![Exclusion::No; document.operations().len()],
             document,
             operations,
-            undescribed: BTreeMap::new(),
+            undescribed: ByRoute::default(),
             requests: HashMap::new(),
         }
     }
@@ -243,16 +256,48 @@ impl OpenApiCoverageCollector {
             statuses,
             fields,
             per_operation,
-            undescribed: self
-                .undescribed
-                .iter()
-                .map(|((route, method, reason), calls)| Undescribed {
-                    method: method.clone(),
-                    route: route.clone(),
-                    reason: reason.clone(),
-                    calls: *calls,
+            undescribed: self.undescribed(),
+        }
+    }
+
+    /// Calls not described, ordered by route, method and reason.
+    fn undescribed(&self) -> Vec<Undescribed> {
+        let mut undescribed: Vec<Undescribed> = self
+            .undescribed
+            .ordered()
+            .flat_map(|(route, method, reasons)| {
+                reasons.iter().map(move |&(why, calls)| Undescribed {
+                    method: method.to_owned(),
+                    route: route.to_owned(),
+                    reason: self.reason(why),
+                    calls,
                 })
-                .collect(),
+            })
+            .collect();
+        // Routes and methods come ordered; this orders the reasons of each.
+        undescribed.sort_by(|a, b| (&a.route, &a.method, &a.reason).cmp(&(&b.route, &b.method, &b.reason)));
+        undescribed
+    }
+
+    fn reason(&self, why: Unmatched) -> String {
+        match why {
+            Unmatched::NoPath => "no path of the document matches".into(),
+            Unmatched::Method(path) => {
+                let methods: Vec<&str> = self.document.methods_of(path).collect();
+                format!(
+                    "`{}` declares {}",
+                    self.document.paths()[path],
+                    if methods.is_empty() {
+                        "no operation".to_owned()
+                    } else {
+                        methods.join(", ")
+                    }
+                )
+            }
+            Unmatched::Status(status, operation) => format!(
+                "status {status} is not declared by {}",
+                self.document.operations()[operation].label()
+            ),
         }
     }
 
@@ -262,44 +307,28 @@ impl OpenApiCoverageCollector {
         self.document.locate(exchange.method, template, url)
     }
 
-    fn undescribed(&mut self, exchange: &Exchange<'_>, reason: String) {
-        *self
-            .undescribed
-            .entry((exchange.route.to_owned(), exchange.method.to_owned(), reason))
-            .or_default() += 1;
+    fn count_undescribed(&mut self, exchange: &Exchange<'_>, why: Unmatched) {
+        let Some(reasons) = self.undescribed.slot(exchange.route, exchange.method) else {
+            return;
+        };
+        match reasons.iter_mut().find(|(seen, _)| *seen == why) {
+            Some((_, calls)) => *calls += 1,
+            None => reasons.push((why, 1)),
+        }
     }
 
     fn on_response(&mut self, event: &Event, exchange: &Exchange<'_>) {
         let operation = match self.locate(exchange) {
             Found::Operation(operation) => operation,
-            Found::PathOnly(path) => {
-                let methods: Vec<&str> = self.document.methods_of(path).collect();
-                let reason = format!(
-                    "`{}` declares {}",
-                    self.document.paths()[path],
-                    if methods.is_empty() {
-                        "no operation".to_owned()
-                    } else {
-                        methods.join(", ")
-                    }
-                );
-                return self.undescribed(exchange, reason);
-            }
-            Found::Nothing => return self.undescribed(exchange, "no path of the document matches".into()),
+            Found::PathOnly(path) => return self.count_undescribed(exchange, Unmatched::Method(path)),
+            Found::Nothing => return self.count_undescribed(exchange, Unmatched::NoPath),
         };
         let response = self.document.operations()[operation].response_index(exchange.status);
         let state = &mut self.operations[operation];
         state.calls += 1;
         match response {
             Some(index) => state.seen[index] += 1,
-            None => {
-                let reason = format!(
-                    "status {} is not declared by {}",
-                    exchange.status,
-                    self.document.operations()[operation].label()
-                );
-                self.undescribed(exchange, reason);
-            }
+            None => self.count_undescribed(exchange, Unmatched::Status(exchange.status, operation)),
         }
         if let Some(request) = event.parent_id {
             self.requests
@@ -430,5 +459,87 @@ impl Collector for OpenApiCoverageCollector {
         report
             .sections
             .extend([operations, statuses, fields, undescribed]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kit_core::*;
+
+    const DOCUMENT: &str = r#"{
+        "openapi": "3.0.3",
+        "info": {"title": "t", "version": "1"},
+        "paths": {
+            "/orders/{id}": {
+                "get": {"responses": {"200": {"description": "found"}, "404": {"description": "gone"}}}
+            },
+            "/health": {}
+        }
+    }"#;
+
+    fn response(method: &str, route: &str, url: &str, status: i64) -> Event {
+        Event {
+            run_id: RunId::new("r").unwrap(),
+            test_id: TestId::generate(),
+            id: EventId::generate(),
+            parent_id: None,
+            sequence: 0,
+            timestamp: Timestamp::now(),
+            kind: EventKind::Observation(Observation::new(
+                semconv::OBS_HTTP_RESPONSE,
+                Attributes::new()
+                    .with(semconv::HTTP_REQUEST_METHOD, method)
+                    .with(semconv::HTTP_ROUTE, route)
+                    .with(semconv::URL_FULL, url)
+                    .with(semconv::HTTP_RESPONSE_STATUS_CODE, status),
+            )),
+        }
+    }
+
+    #[test]
+    fn undescribed_calls_are_counted_per_route_method_and_reason_and_listed_in_order() {
+        let document = Arc::new(OpenApiDocument::from_str(DOCUMENT, "inline").unwrap());
+        let mut collector = OpenApiCoverageCollector::new(document);
+        for event in [
+            response("GET", "/orders/{id}", "http://h/orders/1", 500),
+            response("POST", "/zzz", "http://h/zzz", 200),
+            response("DELETE", "/orders/{id}", "http://h/orders/1", 204),
+            response("GET", "/orders/{id}", "http://h/orders/1", 418),
+            response("GET", "/orders/{id}", "http://h/orders/2", 500),
+            response("GET", "/health", "http://h/health", 200),
+            response("GET", "/orders/{id}", "http://h/orders/3", 200),
+        ] {
+            collector.on_event(&event);
+        }
+        let listed: Vec<_> = collector
+            .coverage()
+            .undescribed
+            .into_iter()
+            .map(|u| (u.route, u.method, u.reason, u.calls))
+            .collect();
+        let row = |route: &str, method: &str, reason: &str, calls| {
+            (route.to_owned(), method.to_owned(), reason.to_owned(), calls)
+        };
+        assert_eq!(
+            listed,
+            [
+                row("/health", "GET", "`/health` declares no operation", 1),
+                row("/orders/{id}", "DELETE", "`/orders/{id}` declares GET", 1),
+                row(
+                    "/orders/{id}",
+                    "GET",
+                    "status 418 is not declared by GET /orders/{id}",
+                    1
+                ),
+                row(
+                    "/orders/{id}",
+                    "GET",
+                    "status 500 is not declared by GET /orders/{id}",
+                    2
+                ),
+                row("/zzz", "POST", "no path of the document matches", 1),
+            ]
+        );
     }
 }
