@@ -166,6 +166,20 @@ impl<'e> Exchange<'e> {
     }
 }
 
+/// An observation with a throwaway envelope, for the collectors' unit tests.
+#[cfg(test)]
+pub(crate) fn observed(name: &'static str, attributes: Attributes) -> Event {
+    Event {
+        run_id: kit_core::RunId::new("r").unwrap(),
+        test_id: kit_core::TestId::generate(),
+        id: kit_core::EventId::generate(),
+        parent_id: None,
+        sequence: 0,
+        timestamp: kit_core::Timestamp::now(),
+        kind: EventKind::Observation(kit_core::Observation::new(name, attributes)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::{ByRoute, path_and_query};

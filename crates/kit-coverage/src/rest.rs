@@ -109,21 +109,13 @@ mod tests {
     use kit_core::*;
 
     fn observation(name: &'static str, method: &str, route: &str, status: i64) -> Event {
-        Event {
-            run_id: RunId::new("r").unwrap(),
-            test_id: TestId::generate(),
-            id: EventId::generate(),
-            parent_id: None,
-            sequence: 0,
-            timestamp: Timestamp::now(),
-            kind: EventKind::Observation(Observation::new(
-                name,
-                Attributes::new()
-                    .with(semconv::HTTP_REQUEST_METHOD, method)
-                    .with(semconv::HTTP_ROUTE, route)
-                    .with(semconv::HTTP_RESPONSE_STATUS_CODE, status),
-            )),
-        }
+        crate::observed(
+            name,
+            Attributes::new()
+                .with(semconv::HTTP_REQUEST_METHOD, method)
+                .with(semconv::HTTP_ROUTE, route)
+                .with(semconv::HTTP_RESPONSE_STATUS_CODE, status),
+        )
     }
 
     #[test]

@@ -479,22 +479,14 @@ mod tests {
     }"#;
 
     fn response(method: &str, route: &str, url: &str, status: i64) -> Event {
-        Event {
-            run_id: RunId::new("r").unwrap(),
-            test_id: TestId::generate(),
-            id: EventId::generate(),
-            parent_id: None,
-            sequence: 0,
-            timestamp: Timestamp::now(),
-            kind: EventKind::Observation(Observation::new(
-                semconv::OBS_HTTP_RESPONSE,
-                Attributes::new()
-                    .with(semconv::HTTP_REQUEST_METHOD, method)
-                    .with(semconv::HTTP_ROUTE, route)
-                    .with(semconv::URL_FULL, url)
-                    .with(semconv::HTTP_RESPONSE_STATUS_CODE, status),
-            )),
-        }
+        crate::observed(
+            semconv::OBS_HTTP_RESPONSE,
+            Attributes::new()
+                .with(semconv::HTTP_REQUEST_METHOD, method)
+                .with(semconv::HTTP_ROUTE, route)
+                .with(semconv::URL_FULL, url)
+                .with(semconv::HTTP_RESPONSE_STATUS_CODE, status),
+        )
     }
 
     #[test]
