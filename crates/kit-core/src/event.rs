@@ -133,9 +133,47 @@ impl Serialize for RunId {
 
 impl<'de> Deserialize<'de> for RunId {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = Cow::<str>::deserialize(deserializer)?;
-        RunId::new(text.into_owned()).map_err(de::Error::custom)
+        // Every line of an archive carries the run id, nearly always the same one: the last
+        // one read on this thread is shared again instead of validated and copied anew.
+        thread_local! {
+            static LAST: std::cell::RefCell<Option<RunId>> = const { std::cell::RefCell::new(None) };
+        }
+        parse_str(deserializer, "a run id", |text| {
+            LAST.with_borrow_mut(|last| match last {
+                Some(id) if id.as_str() == text => Ok::<_, InvalidRunId>(id.clone()),
+                _ => {
+                    let id = RunId::new(text)?;
+                    *last = Some(id.clone());
+                    Ok(id)
+                }
+            })
+        })
     }
+}
+
+/// Reads a string and parses it where it lies. serde's `Cow<str>` always copies it into a
+/// `String`, and reading an archive parsed three ids from a copy on every line (a seventh of
+/// the readers' instructions in `kit-cli report`).
+fn parse_str<'de, D, T, E>(
+    deserializer: D,
+    expecting: &'static str,
+    parse: impl FnOnce(&str) -> Result<T, E>,
+) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    E: fmt::Display,
+{
+    struct ParseStr<F>(F, &'static str);
+    impl<T, E: fmt::Display, F: FnOnce(&str) -> Result<T, E>> Visitor<'_> for ParseStr<F> {
+        type Value = T;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(self.1)
+        }
+        fn visit_str<Er: de::Error>(self, v: &str) -> Result<T, Er> {
+            (self.0)(v).map_err(Er::custom)
+        }
+    }
+    deserializer.deserialize_str(ParseStr(parse, expecting))
 }
 
 /// Identifies one execution of one test: a UUIDv7, so ids sort by start time.
@@ -201,8 +239,7 @@ impl Serialize for TestId {
 
 impl<'de> Deserialize<'de> for TestId {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = Cow::<str>::deserialize(deserializer)?;
-        text.parse().map_err(de::Error::custom)
+        parse_str(deserializer, "a test id", str::parse::<TestId>)
     }
 }
 
@@ -274,13 +311,22 @@ pub struct InvalidEventId(pub String);
 impl FromStr for EventId {
     type Err = InvalidEventId;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
+        // By hand: `from_str_radix` was a tenth of reading an event's envelope, and it also
+        // takes a leading `+`, which no id is written with.
         if s.is_empty() || s.len() > 16 {
             return Err(InvalidEventId(s.to_owned()));
         }
-        u64::from_str_radix(s, 16)
-            .ok()
-            .and_then(EventId::from_u64)
-            .ok_or_else(|| InvalidEventId(s.to_owned()))
+        let mut value = 0u64;
+        for b in s.bytes() {
+            let digit = match b {
+                b'0'..=b'9' => b - b'0',
+                b'a'..=b'f' => b - b'a' + 10,
+                b'A'..=b'F' => b - b'A' + 10,
+                _ => return Err(InvalidEventId(s.to_owned())),
+            };
+            value = value << 4 | u64::from(digit);
+        }
+        EventId::from_u64(value).ok_or_else(|| InvalidEventId(s.to_owned()))
     }
 }
 
@@ -303,8 +349,7 @@ fn hex16(value: u64, buf: &mut [u8; 16]) -> &str {
 
 impl<'de> Deserialize<'de> for EventId {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = Cow::<str>::deserialize(deserializer)?;
-        text.parse().map_err(de::Error::custom)
+        parse_str(deserializer, "an event id", str::parse::<EventId>)
     }
 }
 
@@ -1030,7 +1075,7 @@ impl<'de> Deserialize<'de> for AttributeValue {
                 Ok(AttributeValue::Str(v))
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<AttributeValue, A::Error> {
-                let mut list = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
+                let mut list = Vec::with_capacity(seq.size_hint().unwrap_or(TYPICAL_LEN).min(64));
                 while let Some(item) = seq.next_element::<String>()? {
                     list.push(item);
                 }
@@ -1125,6 +1170,9 @@ impl Serialize for Attributes {
     }
 }
 
+/// How many attributes (or list items) room is made for when the input does not say.
+const TYPICAL_LEN: usize = 8;
+
 impl<'de> Deserialize<'de> for Attributes {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct MapVisitor;
@@ -1134,7 +1182,9 @@ impl<'de> Deserialize<'de> for Attributes {
                 f.write_str("an object of attributes")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Attributes, A::Error> {
-                let mut out = Vec::with_capacity(map.size_hint().unwrap_or(0).min(64));
+                // JSON gives no length: room for a typical event's attributes up front, where
+                // growing from none reallocated two or three times per event read.
+                let mut out = Vec::with_capacity(map.size_hint().unwrap_or(TYPICAL_LEN).min(64));
                 while let Some(Name(key)) = map.next_key::<Name>()? {
                     let value = map.next_value::<AttributeValue>()?;
                     out.push((key, value));
@@ -1317,8 +1367,65 @@ mod tests {
         assert_eq!(id.to_string().parse::<EventId>().unwrap(), id);
         assert!("0".parse::<EventId>().is_err());
         assert!("xyz".parse::<EventId>().is_err());
+        for bad in ["", "+1", "-1", " 1", "1g", "0x1f", "10000000000000000"] {
+            assert!(bad.parse::<EventId>().is_err(), "{bad:?} accepted");
+        }
+        for (text, value) in [
+            ("1", 1),
+            ("00ff", 255),
+            ("FFFFFFFFFFFFFFFF", u64::MAX),
+            ("a0B1", 0xa0b1),
+        ] {
+            assert_eq!(text.parse::<EventId>().unwrap().as_u64(), value, "{text}");
+        }
         let t = TestId::generate();
         assert_eq!(t.to_string().parse::<TestId>().unwrap(), t);
+    }
+
+    #[test]
+    fn ids_read_from_json_as_text_in_place_or_copied_and_bad_ones_are_named() {
+        let (run, test, event) = (RunId::generate(), TestId::generate(), EventId::generate());
+        let json = serde_json::json!([run.as_str(), test.to_string(), event.to_string()]);
+        let text = json.to_string();
+        // In place (from_str), through a scratch buffer (from_reader), and owned (from_value).
+        let read: [(RunId, TestId, EventId); 3] = [
+            serde_json::from_str(&text).unwrap(),
+            serde_json::from_reader(text.as_bytes()).unwrap(),
+            serde_json::from_value(json).unwrap(),
+        ];
+        for got in read {
+            assert_eq!(got, (run.clone(), test, event));
+        }
+        fn err<T: serde::de::DeserializeOwned + fmt::Debug>(json: &str) -> String {
+            serde_json::from_str::<T>(json).unwrap_err().to_string()
+        }
+        assert!(err::<RunId>(r#""../x""#).contains(r#"invalid run id "../x""#));
+        assert!(err::<TestId>(r#""nope""#).contains(r#"invalid test id "nope""#));
+        assert!(err::<EventId>(r#""xyz""#).contains("xyz"));
+        assert!(err::<EventId>("7").contains("expected an event id"));
+    }
+
+    #[test]
+    fn a_run_id_read_after_another_is_its_own() {
+        // The reader shares the last run id it read; a different one must not get it.
+        for (text, expected) in [
+            ("run-a", Some("run-a")),
+            ("run-b", Some("run-b")),
+            ("../a", None),
+            ("run-a", Some("run-a")),
+        ] {
+            let read = serde_json::from_str::<RunId>(&format!("{text:?}")).ok();
+            assert_eq!(read.as_ref().map(RunId::as_str), expected);
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn event_ids_parse_as_hex_in_any_case_and_width(value in 1u64..) {
+            for text in [format!("{value:x}"), format!("{value:016x}"), format!("{value:X}")] {
+                proptest::prop_assert_eq!(text.parse::<EventId>().unwrap().as_u64(), value);
+            }
+        }
     }
 
     #[test]
