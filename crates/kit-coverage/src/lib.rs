@@ -123,8 +123,8 @@ impl<V: Default> ByRoute<V> {
 /// The path and query of an absolute URL (`https://h:1/a/b?x=1#f` → `/a/b`, `x=1`), without
 /// parsing the rest: matching runs once per response, and a full parse cost more than it.
 pub(crate) fn path_and_query(url: &str) -> (&str, Option<&str>) {
-    let url = url.split('#').next().unwrap_or_default();
-    let after_authority = match url.find("://") {
+    let url = url.find('#').map_or(url, |fragment| &url[..fragment]);
+    let after_authority = match scheme_separator(url) {
         Some(i) => url[i + 3..].find('/').map_or("", |p| &url[i + 3 + p..]),
         None => url,
     };
@@ -132,6 +132,20 @@ pub(crate) fn path_and_query(url: &str) -> (&str, Option<&str>) {
         Some((path, query)) => (path, Some(query)),
         None => (after_authority, None),
     }
+}
+
+/// Where the first `://` begins. By its colons: searching for the three bytes as a pattern set
+/// up a two-way searcher per call, most of splitting a URL (4% of a report's replay).
+fn scheme_separator(url: &str) -> Option<usize> {
+    let mut from = 0;
+    while let Some(colon) = url[from..].find(':') {
+        let at = from + colon;
+        if url[at..].starts_with("://") {
+            return Some(at);
+        }
+        from = at + 1;
+    }
+    None
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -234,5 +248,8 @@ mod tests {
         assert_eq!(path_and_query("http://h/?"), ("/", Some("")));
         assert_eq!(path_and_query("/relative/p?q"), ("/relative/p", Some("q")));
         assert_eq!(path_and_query("http://u:[REDACTED]@h/p"), ("/p", None));
+        assert_eq!(path_and_query("/a:b/c:/d://e/f"), ("/f", None));
+        assert_eq!(path_and_query("x:y"), ("x:y", None));
+        assert_eq!(path_and_query("https://h#f?x"), ("", None));
     }
 }
