@@ -19,7 +19,8 @@
 //! Scenarios: sequential; 32 in flight (32 tasks on the one runtime; kit tests finish on the
 //! blocking pool, as the runner finishes each test on its own thread); the 1 MiB page,
 //! sequential. Prints requests/s (median of the rounds), kit/raw, and the whole process's CPU
-//! time per request (client, server and dispatcher) for each.
+//! time per request (client, server and dispatcher) for each; then that time by thread, so a
+//! run shows where the kit's extra CPU goes.
 //!
 //! `cargo bench -p kit-rest --bench vs_reqwest`. To change the sizes: `KIT_BENCH_ROUNDS`,
 //! `KIT_BENCH_REQUESTS`, `KIT_BENCH_PAGES`, `KIT_BENCH_PER_TEST`. To see what the kit's
@@ -306,13 +307,66 @@ async fn kit_page(kit: &Kit, n: usize) {
     ctx.finish(TestOutcome::Passed).unwrap();
 }
 
+/// One round of one side: its wall time, the CPU time the whole process spent meanwhile, and
+/// that time by thread.
+#[derive(Clone, Copy)]
+struct Sample {
+    wall: Duration,
+    cpu: Duration,
+    threads: ThreadCpu,
+}
+
 /// Wall time of `f`, and the CPU time the whole process (client, server, dispatcher) spent
-/// meanwhile.
-fn timed(rt: &tokio::runtime::Runtime, f: impl std::future::Future<Output = ()>) -> (Duration, Duration) {
-    let cpu = process_cpu();
+/// meanwhile, in all and by thread.
+fn timed(rt: &tokio::runtime::Runtime, f: impl std::future::Future<Output = ()>) -> Sample {
+    let (cpu, threads) = (process_cpu(), ThreadCpu::now());
     let started = Instant::now();
     rt.block_on(f);
-    (started.elapsed(), process_cpu().saturating_sub(cpu))
+    Sample {
+        wall: started.elapsed(),
+        cpu: process_cpu().saturating_sub(cpu),
+        threads: ThreadCpu::now().since(threads),
+    }
+}
+
+/// CPU time by thread: the client (this main thread, which runs the runtime every request is
+/// sent from), the test server's thread, the bus's dispatcher, and the rest (the blocking pool
+/// where kit tests finish). Read from `/proc/self/task/*/schedstat` (Linux; zero elsewhere),
+/// in nanoseconds. A thread that ends within a round takes its time with it, so the parts can
+/// sum to less than the process's total.
+#[derive(Clone, Copy, Default)]
+struct ThreadCpu([Duration; 4]);
+
+impl ThreadCpu {
+    const ROLES: [&'static str; 4] = ["client", "server", "dispatcher", "other"];
+
+    fn now() -> Self {
+        let mut cpu = ThreadCpu::default();
+        let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+            return cpu;
+        };
+        let main = std::process::id().to_string();
+        for task in tasks.flatten() {
+            let path = task.path();
+            let ns = std::fs::read_to_string(path.join("schedstat"))
+                .ok()
+                .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+                .unwrap_or(0);
+            let comm = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
+            let role = match comm.trim() {
+                _ if task.file_name().to_str() == Some(main.as_str()) => 0,
+                common::SERVER_THREAD => 1,
+                "kit-bus" => 2,
+                _ => 3,
+            };
+            cpu.0[role] += Duration::from_nanos(ns);
+        }
+        cpu
+    }
+
+    fn since(self, earlier: ThreadCpu) -> ThreadCpu {
+        ThreadCpu(std::array::from_fn(|i| self.0[i].saturating_sub(earlier.0[i])))
+    }
 }
 
 /// User and system time of this process from `/proc/self/stat` (Linux; zero elsewhere), in
@@ -357,9 +411,9 @@ fn main() {
     rt.block_on(kit_requests(&kit, 200, 0, false));
 
     let scenarios = ["sequential", "32 in flight", "1 MiB page"];
-    let mut raw_times: Vec<Vec<(Duration, Duration)>> = vec![Vec::new(); 3];
-    let mut kit_times: Vec<Vec<(Duration, Duration)>> = vec![Vec::new(); 3];
-    let mut per_test_times: Vec<Vec<(Duration, Duration)>> = vec![Vec::new(); 2];
+    let mut raw_times: Vec<Vec<Sample>> = vec![Vec::new(); 3];
+    let mut kit_times: Vec<Vec<Sample>> = vec![Vec::new(); 3];
+    let mut per_test_times: Vec<Vec<Sample>> = vec![Vec::new(); 2];
     // Built only for the raw side: it loads the platform's root certificates.
     let tls = std::sync::LazyLock::new(tls_config);
     let only = std::env::var("KIT_BENCH_ONLY").ok();
@@ -438,6 +492,7 @@ fn main() {
         "scenario", "raw req/s", "kit req/s", "kit/raw", "raw CPU µs/req", "kit CPU µs/req"
     );
     let mut per_test_rows = Vec::new();
+    let mut thread_rows = Vec::new();
     for (i, scenario) in scenarios.iter().enumerate() {
         if raw_times[i].is_empty() || kit_times[i].is_empty() {
             continue;
@@ -449,14 +504,27 @@ fn main() {
         };
         let count = if i == 0 { n } else { count };
         // Requests/s of the median round; CPU per request over all rounds.
-        let rate = |times: &mut Vec<(Duration, Duration)>| {
-            let cpu: Duration = times.iter().map(|t| t.1).sum();
-            times.sort();
+        let rate = |times: &mut Vec<Sample>| {
+            let cpu: Duration = times.iter().map(|t| t.cpu).sum();
+            times.sort_by_key(|t| t.wall);
             (
-                count as f64 / times[times.len() / 2].0.as_secs_f64(),
+                count as f64 / times[times.len() / 2].wall.as_secs_f64(),
                 cpu.as_secs_f64() * 1e6 / (count * times.len()) as f64,
             )
         };
+        for (side, times) in [("raw", &raw_times[i]), ("kit", &kit_times[i])] {
+            let per_request = |role: usize| {
+                let sum: Duration = times.iter().map(|t| t.threads.0[role]).sum();
+                sum.as_secs_f64() * 1e6 / (count * times.len()) as f64
+            };
+            thread_rows.push(format!(
+                "{scenario:<14} {side:<5} {:>10.1} {:>10.1} {:>10.1} {:>10.1}",
+                per_request(0),
+                per_request(1),
+                per_request(2),
+                per_request(3)
+            ));
+        }
         let (raw, raw_cpu) = rate(&mut raw_times[i]);
         let (kit, kit_cpu) = rate(&mut kit_times[i]);
         if let Some(times) = per_test_times.get_mut(i).filter(|t| !t.is_empty()) {
@@ -470,6 +538,19 @@ fn main() {
             "{scenario:<14} {raw:>12.0} {kit:>12.0} {:>8.3} {raw_cpu:>14.1} {kit_cpu:>14.1}",
             kit / raw
         );
+    }
+    println!("CPU µs per request by thread, over all rounds (/proc/self/task/*/schedstat)");
+    println!(
+        "{:<14} {:<5} {:>10} {:>10} {:>10} {:>10}",
+        "scenario",
+        "side",
+        ThreadCpu::ROLES[0],
+        ThreadCpu::ROLES[1],
+        ThreadCpu::ROLES[2],
+        ThreadCpu::ROLES[3]
+    );
+    for row in thread_rows {
+        println!("{row}");
     }
     if !per_test_rows.is_empty() {
         println!(
