@@ -522,12 +522,60 @@ impl Serialize for EventKind {
 /// reads the value of a key it knows, or returns `None` for a key it does not, whose value is
 /// then skipped and the key given back as `Err`. Keys after the first are ignored, like unknown
 /// fields: a newer writer may add them.
+/// A string borrowed from the input when the deserializer can lend it (serde_json can, for a
+/// string without escapes in text it reads from memory), copied otherwise: serde's own
+/// `Cow<str>` always copies.
+struct Lent<'de>(Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for Lent<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct LentVisitor;
+        impl<'de> Visitor<'de> for LentVisitor {
+            type Value = Lent<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Lent<'de>, E> {
+                Ok(Lent(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Lent<'de>, E> {
+                Ok(Lent(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Lent<'de>, E> {
+                Ok(Lent(Cow::Owned(v)))
+            }
+        }
+        deserializer.deserialize_str(LentVisitor)
+    }
+}
+
+/// A string read straight into a shared buffer: through a `String`, each attachment's text was
+/// allocated and copied twice.
+struct SharedText(Arc<[u8]>);
+
+impl<'de> Deserialize<'de> for SharedText {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct SharedVisitor;
+        impl Visitor<'_> for SharedVisitor {
+            type Value = SharedText;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<SharedText, E> {
+                Ok(SharedText(Arc::from(v.as_bytes())))
+            }
+        }
+        deserializer.deserialize_str(SharedVisitor)
+    }
+}
+
 fn one_key_object<'de, A: MapAccess<'de>, T>(
     mut map: A,
     what: &str,
     read: impl FnOnce(&str, &mut A) -> Result<Option<T>, A::Error>,
 ) -> Result<Result<T, String>, A::Error> {
-    let Some(key) = map.next_key::<Cow<'de, str>>()? else {
+    // Every event read names its kind here: lent, the name costs no allocation.
+    let Some(Lent(key)) = map.next_key::<Lent<'de>>()? else {
         return Err(de::Error::custom(format!("{what} object is empty")));
     };
     let value = match read(&key, &mut map)? {
@@ -887,12 +935,10 @@ impl<'de> Deserialize<'de> for AttachmentContent {
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<AttachmentContent, A::Error> {
                 one_key_object(map, "attachment content", |key, map| {
                     Ok(Some(match key {
-                        "text" => {
-                            AttachmentContent::Inline(Arc::from(map.next_value::<String>()?.into_bytes()))
-                        }
+                        "text" => AttachmentContent::Inline(map.next_value::<SharedText>()?.0),
                         "inline" => {
                             use base64::Engine as _;
-                            let text = map.next_value::<Cow<'de, str>>()?;
+                            let Lent(text) = map.next_value::<Lent<'de>>()?;
                             let bytes = base64::engine::general_purpose::STANDARD
                                 .decode(text.as_bytes())
                                 .map_err(de::Error::custom)?;
@@ -1313,6 +1359,36 @@ mod tests {
         );
         assert_eq!(event.parent_id, None);
         assert_eq!(event.id.as_u64(), 255);
+    }
+
+    #[test]
+    fn kinds_and_texts_read_the_same_lent_from_the_input_or_copied() {
+        // As they stand in JSON: plain, with escapes, with a unicode escape.
+        let texts = [r#"plain"#, r#"with \"quotes\" and \\n"#, r#"caf\u00e9"#];
+        for text in texts {
+            for kind in [r#"attachment"#, r#"holo\u0067ram"#] {
+                let json = format!(
+                    r#"{{"run_id":"r","test_id":"0193a0b4-6f3c-7cc2-9a4e-0f3f9d8a1b2c","id":"00000000000000ff",
+                    "sequence":1,"timestamp":5,"kind":{{"{kind}":{{"name":"n","media_type":"text/plain","content":{{"text":"{text}"}}}}}}}}"#
+                );
+                let lent: Event = serde_json::from_str(&json).unwrap();
+                let copied: Event = serde_json::from_reader(json.as_bytes()).unwrap();
+                let owned: Event = serde_json::from_value(serde_json::from_str(&json).unwrap()).unwrap();
+                assert_eq!(lent, copied, "{json}");
+                assert_eq!(lent, owned, "{json}");
+                let expected: String = serde_json::from_str(&format!("\"{text}\"")).unwrap();
+                match &lent.kind {
+                    EventKind::Attachment(a) => {
+                        assert_eq!(
+                            a.content,
+                            AttachmentContent::Inline(Arc::from(expected.as_bytes()))
+                        )
+                    }
+                    EventKind::Unknown { kind } => assert_eq!(kind, "hologram"),
+                    other => panic!("{other:?}"),
+                }
+            }
+        }
     }
 
     #[test]
