@@ -512,13 +512,22 @@ fn main() {
                 cpu.as_secs_f64() * 1e6 / (count * times.len()) as f64,
             )
         };
-        for (side, times) in [("raw", &raw_times[i]), ("kit", &kit_times[i])] {
+        let no_samples = Vec::new();
+        let per_test_samples = per_test_times.get(i).unwrap_or(&no_samples);
+        for (side, times) in [
+            ("raw", &raw_times[i]),
+            ("raw/test", per_test_samples),
+            ("kit", &kit_times[i]),
+        ] {
+            if times.is_empty() {
+                continue;
+            }
             let per_request = |role: usize| {
                 let sum: Duration = times.iter().map(|t| t.threads.0[role]).sum();
                 sum.as_secs_f64() * 1e6 / (count * times.len()) as f64
             };
             thread_rows.push(format!(
-                "{scenario:<14} {side:<5} {:>10.1} {:>10.1} {:>10.1} {:>10.1}",
+                "{scenario:<14} {side:<8} {:>10.1} {:>10.1} {:>10.1} {:>10.1}",
                 per_request(0),
                 per_request(1),
                 per_request(2),
@@ -541,7 +550,7 @@ fn main() {
     }
     println!("CPU µs per request by thread, over all rounds (/proc/self/task/*/schedstat)");
     println!(
-        "{:<14} {:<5} {:>10} {:>10} {:>10} {:>10}",
+        "{:<14} {:<8} {:>10} {:>10} {:>10} {:>10}",
         "scenario",
         "side",
         ThreadCpu::ROLES[0],
