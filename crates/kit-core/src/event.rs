@@ -518,10 +518,6 @@ impl Serialize for EventKind {
     }
 }
 
-/// Reads `{"kind": value}`, the shape of an event's kind and of an attachment's content: `read`
-/// reads the value of a key it knows, or returns `None` for a key it does not, whose value is
-/// then skipped and the key given back as `Err`. Keys after the first are ignored, like unknown
-/// fields: a newer writer may add them.
 /// A string borrowed from the input when the deserializer can lend it (serde_json can, for a
 /// string without escapes in text it reads from memory), copied otherwise: serde's own
 /// `Cow<str>` always copies.
@@ -569,6 +565,10 @@ impl<'de> Deserialize<'de> for SharedText {
     }
 }
 
+/// Reads `{"kind": value}`, the shape of an event's kind and of an attachment's content: `read`
+/// reads the value of a key it knows, or returns `None` for a key it does not, whose value is
+/// then skipped and the key given back as `Err`. Keys after the first are ignored, like unknown
+/// fields: a newer writer may add them.
 fn one_key_object<'de, A: MapAccess<'de>, T>(
     mut map: A,
     what: &str,
