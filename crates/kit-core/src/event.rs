@@ -41,6 +41,8 @@ use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::json::Lent;
+
 // === ids ===
 
 /// Identifies one run of a test suite: every test of the run, in every process, shares it.
@@ -515,33 +517,6 @@ impl Serialize for EventKind {
             EventKind::Unknown { kind } => map.serialize_entry(kind, &serde_json::Map::new())?,
         }
         map.end()
-    }
-}
-
-/// A string borrowed from the input when the deserializer can lend it (serde_json can, for a
-/// string without escapes in text it reads from memory), copied otherwise: serde's own
-/// `Cow<str>` always copies.
-struct Lent<'de>(Cow<'de, str>);
-
-impl<'de> Deserialize<'de> for Lent<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct LentVisitor;
-        impl<'de> Visitor<'de> for LentVisitor {
-            type Value = Lent<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Lent<'de>, E> {
-                Ok(Lent(Cow::Borrowed(v)))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Lent<'de>, E> {
-                Ok(Lent(Cow::Owned(v.to_owned())))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Lent<'de>, E> {
-                Ok(Lent(Cow::Owned(v)))
-            }
-        }
-        deserializer.deserialize_str(LentVisitor)
     }
 }
 

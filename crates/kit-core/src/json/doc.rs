@@ -150,41 +150,44 @@ impl<'de> Visitor<'de> for NodeVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut members = Vec::with_capacity(map.size_hint().unwrap_or(8).min(64));
-        while let Some(Name(name)) = map.next_key()? {
+        while let Some(Lent(name)) = map.next_key()? {
             members.push((name, map.next_value()?));
         }
         Ok(Node::Object(members))
     }
 }
 
-/// A member name, borrowed when it has no escapes.
-struct Name<'a>(Cow<'a, str>);
+/// A string borrowed from the input when the deserializer can lend it (serde_json can, for a
+/// string without escapes in text it reads from memory), copied otherwise: serde's own
+/// `Cow<str>` always copies. Member names here; an event's kind and base64 content in
+/// [`crate::event`].
+pub(crate) struct Lent<'a>(pub(crate) Cow<'a, str>);
 
-impl<'de> Deserialize<'de> for Name<'de> {
+impl<'de> Deserialize<'de> for Lent<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_str(NameVisitor)
+        deserializer.deserialize_str(LentVisitor)
     }
 }
 
-struct NameVisitor;
+struct LentVisitor;
 
-impl<'de> Visitor<'de> for NameVisitor {
-    type Value = Name<'de>;
+impl<'de> Visitor<'de> for LentVisitor {
+    type Value = Lent<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a member name")
+        f.write_str("a string")
     }
 
     fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-        Ok(Name(Cow::Borrowed(v)))
+        Ok(Lent(Cow::Borrowed(v)))
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(Name(Cow::Owned(v.to_owned())))
+        Ok(Lent(Cow::Owned(v.to_owned())))
     }
 
     fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
-        Ok(Name(Cow::Owned(v)))
+        Ok(Lent(Cow::Owned(v)))
     }
 }
 

@@ -9,6 +9,8 @@ mod shape;
 
 pub(crate) mod swar;
 
+pub(crate) use doc::Lent;
+
 pub use bind::bind;
 pub use matchers::{IntoNumber, MATCHER_KEY, Matcher, json_value};
 pub use path::{JsonPath, JsonPathError, PathSegment, fold_indices, fold_indices_into, push_member};
