@@ -1,7 +1,7 @@
 //! `kit-cli report` on a 100 000-request archive with OpenAPI coverage on GitHub's document.
 //!
-//! The archive is generated once (through the real bus and archive writer) into
-//! `target/bench-archives/`: 10 000 tests of 10 requests each, spread over GitHub's
+//! The archive is generated once per format version (through the real bus and archive writer)
+//! into `target/bench-archives/`: 10 000 tests of 10 requests each, spread over GitHub's
 //! operations with concrete URLs, each request a start, a response with headers and a JSON
 //! body, an end; every third request also carries a status assertion and a shape assertion.
 //! Then, each in a fresh child process so its peak RSS is its own:
@@ -47,7 +47,7 @@ fn main() {
         child(mode, Path::new(archive));
         return;
     }
-    let archive = archive_dir().join("kit-bench-100k.kittrace");
+    let archive = archive_dir().join(kit_trace::archive_file_name(&bench_run_id()));
     if !archive.exists() {
         let started = Instant::now();
         generate(&archive);
@@ -164,10 +164,16 @@ fn operations() -> Vec<(String, String, String)> {
         .collect()
 }
 
+/// The generated run, named by the format version, so that a new format is measured on an
+/// archive written in it (the archive's file name follows from the run id).
+fn bench_run_id() -> RunId {
+    RunId::new(format!("bench-100k-v{}", kit_trace::FORMAT_VERSION)).expect("run id")
+}
+
 fn generate(archive: &Path) {
     let dir = archive.parent().expect("folder");
     std::fs::create_dir_all(dir).expect("folder");
-    let run_id = RunId::new("bench-100k").expect("run id");
+    let run_id = bench_run_id();
     let writer = ArchiveWriter::create(dir, RunManifest::new(run_id.clone(), "bench")).expect("writer");
     let host = KitBuilder::new(Configuration::new()).build().expect("host").host;
     let run = KitRun::new(host, Bus::builder().collector(writer).start(), run_id);

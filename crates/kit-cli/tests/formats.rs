@@ -673,7 +673,7 @@ fn bad_inputs_exit_2_with_one_line_and_write_nothing_else() {
         zip.start_file("runs/f/manifest.json", zip::write::SimpleFileOptions::default())
             .unwrap();
         zip.write_all(
-            br#"{"format_version":"2.0","run_id":"f","kit_version":"9","runner":"x","created_unix_nanos":0}"#,
+            br#"{"format_version":"3.0","run_id":"f","kit_version":"9","runner":"x","created_unix_nanos":0}"#,
         )
         .unwrap();
         zip.finish().unwrap();
@@ -693,7 +693,7 @@ fn bad_inputs_exit_2_with_one_line_and_write_nothing_else() {
         (&missing, "no such file or folder"),
         (&not_zip, "it is not a zip file"),
         (&bomb, "is damaged"),
-        (&future, "newer than the 1.0 this kit reads; upgrade kit-cli"),
+        (&future, "newer than the 2.0 this kit reads; upgrade kit-cli"),
         (&evil, "unsafe entry name \"../../x\""),
     ] {
         for args in [

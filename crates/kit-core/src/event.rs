@@ -17,7 +17,9 @@
 //!
 //! # Wire format
 //!
-//! Events serialize to one JSON object each (the archive stores them as JSON lines):
+//! Events serialize to one JSON object each. The archive stores them as JSON lines, each in an
+//! entry that names its run and test, so its lines leave those two out
+//! ([`Event::write_json_in_scope`], [`Event::from_json_in_scope`]):
 //!
 //! ```json
 //! {"run_id":"r1","test_id":"0193…","id":"5f0c…","parent_id":null,"sequence":0,
@@ -464,6 +466,59 @@ pub struct Event {
     pub timestamp: Timestamp,
     /// What happened.
     pub kind: EventKind,
+}
+
+impl Event {
+    /// Reads one event written by [`Event::write_json_in_scope`], whose run and test are those
+    /// of its container: `run_id` and `test_id` when the line leaves them out. A line that
+    /// names them (as [`Event::write_json`] writes, and archives of format 1 stored) keeps its
+    /// own.
+    ///
+    /// ```
+    /// use kit_core::event::{Event, EventKind, RunId, TestId};
+    ///
+    /// let run = RunId::new("run").unwrap();
+    /// let test = TestId::generate();
+    /// let line = r#"{"id":"00000000000000ff","sequence":0,"timestamp":1,"kind":{"test_started":{"name":"t"}}}"#;
+    /// let event = Event::from_json_in_scope(line, &run, test).unwrap();
+    /// assert_eq!((&event.run_id, event.test_id), (&run, test));
+    /// assert!(matches!(event.kind, EventKind::TestStarted(_)));
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// The line is not JSON, or not an event.
+    pub fn from_json_in_scope(
+        line: &str,
+        run_id: &RunId,
+        test_id: TestId,
+    ) -> Result<Event, serde_json::Error> {
+        let line: ScopedLine = serde_json::from_str(line)?;
+        Ok(Event {
+            run_id: line.run_id.unwrap_or_else(|| run_id.clone()),
+            test_id: line.test_id.unwrap_or(test_id),
+            id: line.id,
+            parent_id: line.parent_id,
+            sequence: line.sequence,
+            timestamp: line.timestamp,
+            kind: line.kind,
+        })
+    }
+}
+
+/// An [`Event`] as a line in a scope writes it: the run and test ids may be left to the scope.
+#[derive(Deserialize)]
+struct ScopedLine {
+    #[serde(default)]
+    run_id: Option<RunId>,
+    #[serde(default)]
+    test_id: Option<TestId>,
+    id: EventId,
+    #[serde(default)]
+    parent_id: Option<EventId>,
+    sequence: u64,
+    timestamp: Timestamp,
+    kind: EventKind,
 }
 
 /// What an [`Event`] reports.

@@ -12,7 +12,9 @@
 //! ```
 //!
 //! A test's events are stored in one or more **segments**, each a JSON-lines entry: a
-//! [`SegmentHeader`] line, then one [`Event`](kit_core::Event) per line in sequence order.
+//! [`SegmentHeader`] line, then one [`Event`](kit_core::Event) per line in sequence order,
+//! without its `run_id` and `test_id`: the entry's path names both
+//! ([`Event::write_json_in_scope`](kit_core::Event::write_json_in_scope)).
 //! Segment `0000` is committed as soon as the test starts and holds its `test_started` event;
 //! the last segment, committed when the test ends, holds everything up to its
 //! `test_finished` event. Long tests commit intermediate segments when their buffer grows
@@ -30,6 +32,10 @@
 //!
 //! ## Changelog
 //!
+//! - **2.0**: event lines leave out `run_id` and `test_id`, which the segment's path names
+//!   (they were some 90 bytes of a 300-byte line, written, compressed and parsed again on every
+//!   line). A 1.x reader cannot read them, hence the new major version; this reader reads 1.x
+//!   lines, which keep their own.
 //! - **1.0**: the first version.
 
 use serde::{Deserialize, Serialize};
@@ -46,7 +52,7 @@ pub const EXTENSION: &str = "kittrace";
 pub const MERGE_ENTRY: &str = "merge.json";
 
 /// The format version written by this crate.
-pub const FORMAT_VERSION: FormatVersion = FormatVersion { major: 1, minor: 0 };
+pub const FORMAT_VERSION: FormatVersion = FormatVersion { major: 2, minor: 0 };
 
 /// Largest decompressed size of one segment that a reader accepts (a zip bomb stops here).
 pub const MAX_SEGMENT_BYTES: u64 = 512 * 1024 * 1024;
@@ -280,8 +286,9 @@ mod tests {
 
     #[test]
     fn versions_parse_and_order() {
-        let v: FormatVersion = "1.10".parse().unwrap();
+        let v: FormatVersion = "2.10".parse().unwrap();
         assert!(v > FORMAT_VERSION);
+        assert!("1.10".parse::<FormatVersion>().unwrap() < FORMAT_VERSION);
         assert!("2".parse::<FormatVersion>().is_err());
     }
 }

@@ -126,7 +126,7 @@ fn merge_into(file: &File, out: &Path, shards: &[PathBuf]) -> Result<MergeSummar
                 },
                 EntryPath::Segment(run, test, segment) => {
                     if segment == 0
-                        && let Some(test_name) = started_name(&bytes)
+                        && let Some(test_name) = started_name(&bytes, &run, test)
                     {
                         let seen = names.entry((run.clone(), test_name.clone())).or_default();
                         if let Some((_, other)) = seen.iter().find(|(id, s)| *id != test && *s != shard_name)
@@ -205,10 +205,10 @@ fn merge_into(file: &File, out: &Path, shards: &[PathBuf]) -> Result<MergeSummar
 }
 
 /// The test name in a segment 0 (its `test_started` event).
-fn started_name(segment: &[u8]) -> Option<String> {
+fn started_name(segment: &[u8], run: &RunId, test: TestId) -> Option<String> {
     let text = std::str::from_utf8(segment).ok()?;
     let line = text.lines().nth(1)?;
-    let event: kit_core::Event = serde_json::from_str(line).ok()?;
+    let event = kit_core::Event::from_json_in_scope(line, run, test).ok()?;
     match event.kind {
         EventKind::TestStarted(started) => Some(started.name),
         _ => None,

@@ -435,7 +435,7 @@ impl ArchiveReader {
         for (segment, index) in segments {
             let bytes = self.read_entry(index, self.limits.max_segment_bytes)?;
             let entry = format::segment_path(run, test, segment);
-            parse_segment(&self.path, &entry, &bytes, &mut events)?;
+            parse_segment(&self.path, &entry, (run, test), &bytes, &mut events)?;
         }
         events.sort_by_key(|e| e.sequence);
         let bad = |reason: &str| TraceError::BadEntry {
@@ -568,7 +568,14 @@ impl Iterator for Tests<'_> {
     }
 }
 
-fn parse_segment(path: &Path, entry: &str, bytes: &[u8], events: &mut Vec<Event>) -> Result<(), TraceError> {
+/// Parses one segment of `scope`'s test: the run and test its lines leave out (format 2).
+fn parse_segment(
+    path: &Path,
+    entry: &str,
+    scope: (&RunId, TestId),
+    bytes: &[u8],
+    events: &mut Vec<Event>,
+) -> Result<(), TraceError> {
     let bad = |line: usize, reason: String| TraceError::BadEntry {
         path: path.to_owned(),
         entry: format!("{entry}:{line}"),
@@ -587,7 +594,8 @@ fn parse_segment(path: &Path, entry: &str, bytes: &[u8], events: &mut Vec<Event>
         serde_json::from_str(header).map_err(|e| bad(1, format!("bad segment header: {e}")))?;
     let mut count = 0u64;
     for (i, line) in lines {
-        let event: Event = serde_json::from_str(line).map_err(|e| bad(i + 1, e.to_string()))?;
+        let event =
+            Event::from_json_in_scope(line, scope.0, scope.1).map_err(|e| bad(i + 1, e.to_string()))?;
         events.push(event);
         count += 1;
     }

@@ -554,7 +554,7 @@ impl ArchiveWriter {
             _ => event,
         };
         let written = buffer.lines.write_with(&mut self.deflater, |line| {
-            event.write_json(line);
+            event.write_json_in_scope(line);
             line.push(b'\n');
         });
         if let Err(e) = written {

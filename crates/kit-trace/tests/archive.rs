@@ -102,6 +102,28 @@ fn every_test_reads_back_with_its_outcome_and_events() {
             .all(|w| w[0].sequence + 1 == w[1].sequence)
     );
     assert!(tests.iter().all(|t| t.duration.is_some()));
+    for test in &tests {
+        assert!(
+            test.events
+                .iter()
+                .all(|e| e.run_id == test.run_id && e.test_id == test.test_id)
+        );
+    }
+    // Format 2: event lines leave the run and the test to the segment's path.
+    let mut zip = zip::ZipArchive::new(File::open(&path).unwrap()).unwrap();
+    let segment = (0..zip.len())
+        .find(|&i| zip.by_index(i).unwrap().name().unwrap().ends_with(".jsonl"))
+        .unwrap();
+    let mut text = String::new();
+    zip.by_index(segment).unwrap().read_to_string(&mut text).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("{\"test_id\":"), "{text}");
+    assert!(
+        lines[1..]
+            .iter()
+            .all(|l| l.starts_with("{\"id\":") && !l.contains("\"test_id\"")),
+        "{text}"
+    );
     let reader = ArchiveReader::open(&path).unwrap();
     assert_eq!(
         reader.runs()[0].manifest.as_ref().unwrap().format_version,
@@ -587,7 +609,7 @@ fn a_newer_major_format_is_refused_with_a_hint() {
     let path = dir.path().join("future.kittrace");
     let run = RunId::new("future").unwrap();
     let mut manifest = serde_json::to_value(RunManifest::new(run.clone(), "x")).unwrap();
-    manifest["format_version"] = "2.0".into();
+    manifest["format_version"] = "3.0".into();
     let manifest = serde_json::to_vec(&manifest).unwrap();
     write_zip(
         &path,
@@ -598,51 +620,65 @@ fn a_newer_major_format_is_refused_with_a_hint() {
     );
     let err = open_err(&path);
     assert!(
-        err.contains("format 2.0, newer than the 1.0") && err.contains("upgrade kit-cli"),
+        err.contains("format 3.0, newer than the 2.0") && err.contains("upgrade kit-cli"),
         "{err}"
     );
 }
 
+/// A newer minor version of the current major (its lines leave the run and test to the
+/// segment) and the first major version (its lines name both) read alike.
 #[test]
-fn a_newer_minor_format_with_unknown_fields_and_entries_reads() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("minor.kittrace");
-    let run = RunId::new("minor").unwrap();
-    let test = TestId::generate();
-    let mut manifest = serde_json::to_value(RunManifest::new(run.clone(), "x")).unwrap();
-    manifest["format_version"] = "1.7".into();
-    manifest["novelty"] = true.into();
-    let manifest = serde_json::to_vec(&manifest).unwrap();
-    let segment = format!(
-        concat!(
-            r#"{{"test_id":"{t}","segment":0,"events":3,"final":true,"pid":1,"extra":1}}"#,
-            "\n",
-            r#"{{"run_id":"minor","test_id":"{t}","id":"0000000000000001","sequence":0,"timestamp":1,"kind":{{"test_started":{{"name":"n","new":1}}}}}}"#,
-            "\n",
-            r#"{{"run_id":"minor","test_id":"{t}","id":"0000000000000002","parent_id":"0000000000000001","sequence":1,"timestamp":2,"kind":{{"teleport":{{}}}}}}"#,
-            "\n",
-            r#"{{"run_id":"minor","test_id":"{t}","id":"0000000000000003","sequence":2,"timestamp":3,"kind":{{"test_finished":{{"outcome":{{"status":"passed"}},"duration_ns":5}}}}}}"#,
-            "\n"
-        ),
-        t = test
-    );
-    write_zip(
-        &path,
-        &[
-            ("mimetype", b"application/vnd.kit.trace+zip"),
-            (&format::manifest_path(&run), &manifest),
-            ("future/thing.bin", b"?"),
-            (&format::segment_path(&run, test, 0), segment.as_bytes()),
-        ],
-    );
-    let tests = read_all(&path);
-    assert_eq!(tests[0].outcome, TestOutcome::Passed);
-    assert_eq!(
-        tests[0].events[1].kind,
-        EventKind::Unknown {
-            kind: "teleport".into()
+fn a_newer_minor_format_and_the_first_major_read_with_unknown_fields_and_entries() {
+    for (version, ids) in [("2.7", false), ("1.0", true)] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("minor.kittrace");
+        let run = RunId::new("minor").unwrap();
+        let test = TestId::generate();
+        let mut manifest = serde_json::to_value(RunManifest::new(run.clone(), "x")).unwrap();
+        manifest["format_version"] = version.into();
+        manifest["novelty"] = true.into();
+        let manifest = serde_json::to_vec(&manifest).unwrap();
+        let ids = if ids {
+            format!(r#""run_id":"minor","test_id":"{test}","#)
+        } else {
+            String::new()
+        };
+        let segment = format!(
+            concat!(
+                r#"{{"test_id":"{t}","segment":0,"events":3,"final":true,"pid":1,"extra":1}}"#,
+                "\n",
+                r#"{{{ids}"id":"0000000000000001","sequence":0,"timestamp":1,"kind":{{"test_started":{{"name":"n","new":1}}}}}}"#,
+                "\n",
+                r#"{{{ids}"id":"0000000000000002","parent_id":"0000000000000001","sequence":1,"timestamp":2,"kind":{{"teleport":{{}}}}}}"#,
+                "\n",
+                r#"{{{ids}"id":"0000000000000003","sequence":2,"timestamp":3,"kind":{{"test_finished":{{"outcome":{{"status":"passed"}},"duration_ns":5}}}}}}"#,
+                "\n"
+            ),
+            t = test,
+            ids = ids,
+        );
+        write_zip(
+            &path,
+            &[
+                ("mimetype", b"application/vnd.kit.trace+zip"),
+                (&format::manifest_path(&run), &manifest),
+                ("future/thing.bin", b"?"),
+                (&format::segment_path(&run, test, 0), segment.as_bytes()),
+            ],
+        );
+        let tests = read_all(&path);
+        assert_eq!(tests[0].outcome, TestOutcome::Passed, "{version}");
+        assert_eq!(
+            tests[0].events[1].kind,
+            EventKind::Unknown {
+                kind: "teleport".into()
+            },
+            "{version}"
+        );
+        for event in &tests[0].events {
+            assert_eq!((&event.run_id, event.test_id), (&run, test), "{version}");
         }
-    );
+    }
 }
 
 #[test]
