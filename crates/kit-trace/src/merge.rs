@@ -215,7 +215,8 @@ fn started_name(segment: &[u8], run: &RunId, test: TestId) -> Option<String> {
     }
 }
 
-/// The segment with every `test_id` (header and events) replaced.
+/// The segment with every `test_id` replaced: its header's, and its events' in a 1.x segment
+/// (2.x event lines leave the test to the segment's path).
 fn rewrite_test_id(segment: &[u8], from: TestId, to: TestId) -> Vec<u8> {
     let text = String::from_utf8_lossy(segment);
     // Ids are hyphenated UUIDs in quotes: replacing the quoted text cannot touch anything else.
