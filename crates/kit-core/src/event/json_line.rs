@@ -209,46 +209,66 @@ fn event_id(out: &mut Vec<u8>, id: EventId) {
     out.push(b'"');
 }
 
-/// `text` as a JSON string, escaped as serde_json escapes it.
 /// Strings at least this long are remembered, escaped, for the next one to reuse.
 const REMEMBERED_MIN: usize = 256;
 /// And at most this long: longer attachments leave the line as blobs, so they do not repeat.
 const REMEMBERED_MAX: usize = 64 * 1024;
 
-/// The last long string written on this thread, and its escaped form.
+/// A long string written on this thread, its escaped form, and when it was last written.
 #[derive(Default)]
-struct LastLong {
+struct Remembered {
     text: Vec<u8>,
     escaped: Vec<u8>,
+    used: u64,
+}
+
+/// How many long strings a thread remembers. A request writes two that repeat: its response
+/// body (in the `http.response` observation, then in its attachment) and the expected shape
+/// (in the `assert.json.shape` start, then in its attachment), the same shape for every
+/// request that asserts it. Remembering one string re-escaped the shape on every request.
+const REMEMBERED_SLOTS: usize = 4;
+
+#[derive(Default)]
+struct LongStrings {
+    slots: [Remembered; REMEMBERED_SLOTS],
+    clock: u64,
 }
 
 thread_local! {
-    static LAST_LONG: std::cell::RefCell<LastLong> = std::cell::RefCell::default();
+    static LONG_STRINGS: std::cell::RefCell<LongStrings> = std::cell::RefCell::default();
 }
 
-/// Appends `text` as a JSON string. A recorded response body is written twice in a row, in its
-/// `http.response` observation and in its attachment; escaping bodies full of quotes was the
-/// largest part of writing a line, so the second copy reuses the first's escaped bytes (a
-/// comparison and a copy).
+/// Appends `text` as a JSON string. Escaping bodies and shapes full of quotes was the largest
+/// part of writing a line, and each is written twice in a row, a shape on every request that
+/// asserts it: a long string written recently reuses its escaped bytes (a comparison and a
+/// copy); a new one takes the place of the least recently written.
 fn string(out: &mut Vec<u8>, text: &str) {
     if !(REMEMBERED_MIN..=REMEMBERED_MAX).contains(&text.len()) {
         escape(out, text);
         return;
     }
-    LAST_LONG.with_borrow_mut(|last| {
-        if last.text == text.as_bytes() {
-            out.extend_from_slice(&last.escaped);
+    LONG_STRINGS.with_borrow_mut(|strings| {
+        strings.clock += 1;
+        let clock = strings.clock;
+        if let Some(hit) = strings.slots.iter_mut().find(|s| s.text == text.as_bytes()) {
+            hit.used = clock;
+            out.extend_from_slice(&hit.escaped);
             return;
         }
         let start = out.len();
         escape(out, text);
-        last.text.clear();
-        last.text.extend_from_slice(text.as_bytes());
-        last.escaped.clear();
-        last.escaped.extend_from_slice(&out[start..]);
+        // Every slot exists: `slots` is a non-empty array.
+        if let Some(oldest) = strings.slots.iter_mut().min_by_key(|s| s.used) {
+            oldest.used = clock;
+            oldest.text.clear();
+            oldest.text.extend_from_slice(text.as_bytes());
+            oldest.escaped.clear();
+            oldest.escaped.extend_from_slice(&out[start..]);
+        }
     });
 }
 
+/// `text` as a JSON string, escaped as serde_json escapes it.
 fn escape(out: &mut Vec<u8>, text: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let bytes = text.as_bytes();
@@ -410,6 +430,23 @@ mod tests {
         }
         same_as_serde(&observation("short"));
         same_as_serde(&attachment(&first));
+        // A shape asserted on every request, between bodies that change (of one length, more
+        // of them than the strings remembered): every line is still serde's, and the shape,
+        // written on every request, is never the one forgotten.
+        let shape = body(r#","shape":true"#);
+        let bodies: Vec<String> = (0..2 * super::REMEMBERED_SLOTS)
+            .map(|i| body(&format!(r#","id":{i}"#)))
+            .collect();
+        let remembered = |text: &str| {
+            super::LONG_STRINGS.with_borrow(|strings| strings.slots.iter().any(|s| s.text == text.as_bytes()))
+        };
+        for body in bodies.iter().chain(bodies.iter().rev()) {
+            same_as_serde(&observation(body));
+            same_as_serde(&attachment(body));
+            same_as_serde(&observation(&shape));
+            same_as_serde(&attachment(&shape));
+            assert!(remembered(&shape) && remembered(body));
+        }
         let huge = "\"".repeat(super::REMEMBERED_MAX + 1);
         same_as_serde(&observation(&huge));
         same_as_serde(&attachment(&huge));
