@@ -6,7 +6,7 @@ use kit_core::json::fold_indices_into;
 use kit_core::report::{Metric, Report, ReportSection};
 use kit_core::{Collector, Event, semconv};
 
-use crate::fields::each_field;
+use crate::fields::FieldTree;
 use crate::{ByRoute, Exchange, ExchangeKind};
 
 /// Traffic of one endpoint answering one status: fields its bodies held, fields tests asserted.
@@ -75,23 +75,23 @@ pub struct RestTrafficCoverageCollector {
     endpoints: ByRoute<BTreeMap<u16, Entry>>,
 }
 
-/// An endpoint's coverage, and its field sets again, hashed: every member of every body is
-/// looked up, and in the ordered sets each lookup compared paths with long common prefixes
-/// (`$.owner.login`, `$.owner.id`, …): a tenth of a report's replay.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// An endpoint's coverage, and its field sets again, indexed for the lookups every body and
+/// every shape make: in the ordered sets each lookup compared paths with long common prefixes
+/// (`$.owner.login`, `$.owner.id`, …). Equal when the coverage is: the indexes follow from it.
+#[derive(Debug, Clone)]
 struct Entry {
     coverage: TrafficCoverage,
-    observed: rustc_hash::FxHashSet<String>,
+    observed: FieldTree,
     asserted: rustc_hash::FxHashSet<String>,
 }
 
-/// Adds `field` to `set` and to its hashed copy `index`, unless it is there already.
-fn add(field: &str, index: &mut rustc_hash::FxHashSet<String>, set: &mut BTreeSet<String>) {
-    if !index.contains(field) {
-        index.insert(field.to_owned());
-        set.insert(field.to_owned());
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        self.coverage == other.coverage
     }
 }
+
+impl Eq for Entry {}
 
 impl RestTrafficCoverageCollector {
     /// The category of its report section.
@@ -120,7 +120,7 @@ impl RestTrafficCoverageCollector {
                 observed: BTreeSet::new(),
                 asserted: BTreeSet::new(),
             },
-            observed: rustc_hash::FxHashSet::default(),
+            observed: FieldTree::default(),
             asserted: rustc_hash::FxHashSet::default(),
         }))
     }
@@ -139,16 +139,20 @@ impl Collector for RestTrafficCoverageCollector {
                 };
                 entry.coverage.responses += 1;
                 if let Some(body) = body {
-                    // Straight into the entry's sets: a field seen before costs no allocation.
-                    each_field(body, |field| {
-                        add(field, &mut entry.observed, &mut entry.coverage.observed)
+                    let observed = &mut entry.coverage.observed;
+                    entry.observed.add_body(body, |field| {
+                        observed.insert(field.to_owned());
                     });
                 }
             }
             ExchangeKind::Shape => {
                 if let Some(entry) = self.entry(&exchange) {
                     each_asserted_field(&exchange, |field| {
-                        add(field, &mut entry.asserted, &mut entry.coverage.asserted);
+                        // A field asserted before costs no allocation.
+                        if !entry.asserted.contains(field) {
+                            entry.asserted.insert(field.to_owned());
+                            entry.coverage.asserted.insert(field.to_owned());
+                        }
                     });
                 }
             }
