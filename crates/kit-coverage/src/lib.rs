@@ -67,16 +67,72 @@ pub(crate) struct Exchange<'e> {
 
 /// Route → method → value, as the collectors keep their entries. Hashed by route: entries are
 /// found once per response, and a report over GitHub's thousand routes spent a fifth of its
-/// replay in an ordered map comparing routes' long common prefixes. Methods are few per route
-/// and kept sorted, so equal contents compare equal whatever the order they arrived in.
+/// replay in an ordered map comparing routes' long common prefixes. A route is hashed and
+/// compared once per lookup (asking whether it is there, then for it, did both twice). Methods
+/// are few per route and kept sorted; equal contents compare equal whatever the order they
+/// arrived in.
+#[derive(Debug, Clone)]
+pub(crate) struct ByRoute<V> {
+    /// Where each route's methods are in `routes`.
+    index: rustc_hash::FxHashMap<String, usize>,
+    routes: Vec<Vec<Method<V>>>,
+}
+
+/// A method and its value, with the method's first bytes at hand: comparing methods as the
+/// sorted list is searched read each name through its pointer, a cache miss per step when
+/// routes are revisited after many others.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ByRoute<V>(rustc_hash::FxHashMap<String, Vec<(String, V)>>);
+struct Method<V> {
+    head: u64,
+    name: String,
+    value: V,
+}
+
+/// The first eight bytes of `method`, zero-padded, big-endian: numbers ordered as the names'
+/// starts are.
+fn head(method: &str) -> u64 {
+    let mut bytes = [0u8; 8];
+    let n = method.len().min(8);
+    bytes[..n].copy_from_slice(&method.as_bytes()[..n]);
+    u64::from_be_bytes(bytes)
+}
+
+impl<V> Method<V> {
+    /// Orders as `self.name.cmp(name)` does, reading the names only past eight bytes.
+    fn cmp_name(&self, head: u64, name: &str) -> std::cmp::Ordering {
+        self.head.cmp(&head).then_with(|| {
+            if self.name.len() <= 8 && name.len() <= 8 {
+                // Equal heads: one is the other padded with NULs.
+                self.name.len().cmp(&name.len())
+            } else {
+                self.name.as_str().cmp(name)
+            }
+        })
+    }
+}
 
 impl<V> Default for ByRoute<V> {
     fn default() -> Self {
-        ByRoute(rustc_hash::FxHashMap::default())
+        ByRoute {
+            index: rustc_hash::FxHashMap::default(),
+            routes: Vec::new(),
+        }
     }
 }
+
+impl<V: PartialEq> PartialEq for ByRoute<V> {
+    fn eq(&self, other: &Self) -> bool {
+        self.index.len() == other.index.len()
+            && self.index.iter().all(|(route, &at)| {
+                other
+                    .index
+                    .get(route)
+                    .is_some_and(|&theirs| self.routes.get(at) == other.routes.get(theirs))
+            })
+    }
+}
+
+impl<V: Eq> Eq for ByRoute<V> {}
 
 impl<V> ByRoute<V> {
     /// The value for `route` and `method`, made by `make` when absent. Present ones are found
@@ -87,28 +143,42 @@ impl<V> ByRoute<V> {
         method: &str,
         make: impl FnOnce() -> V,
     ) -> Option<&mut V> {
-        if !self.0.contains_key(route) {
-            self.0.insert(route.to_owned(), Vec::new());
-        }
-        let methods = self.0.get_mut(route)?;
-        let at = match methods.binary_search_by(|(m, _)| m.as_str().cmp(method)) {
+        let at = match self.index.get(route) {
+            Some(&at) => at,
+            None => {
+                self.routes.push(Vec::new());
+                self.index.insert(route.to_owned(), self.routes.len() - 1);
+                self.routes.len() - 1
+            }
+        };
+        let methods = self.routes.get_mut(at)?;
+        let wanted = head(method);
+        let at = match methods.binary_search_by(|m| m.cmp_name(wanted, method)) {
             Ok(at) => at,
             Err(at) => {
-                methods.insert(at, (method.to_owned(), make()));
+                let name = method.to_owned();
+                methods.insert(
+                    at,
+                    Method {
+                        head: wanted,
+                        name,
+                        value: make(),
+                    },
+                );
                 at
             }
         };
-        methods.get_mut(at).map(|(_, value)| value)
+        methods.get_mut(at).map(|m| &mut m.value)
     }
 
     /// Every entry as `(route, method, value)`, ordered by route, then method.
     pub(crate) fn ordered(&self) -> impl Iterator<Item = (&str, &str, &V)> {
-        let mut routes: Vec<_> = self.0.iter().collect();
+        let mut routes: Vec<_> = self.index.iter().collect();
         routes.sort_unstable_by(|a, b| a.0.cmp(b.0));
-        routes.into_iter().flat_map(|(route, methods)| {
-            methods
+        routes.into_iter().flat_map(|(route, &at)| {
+            self.routes[at]
                 .iter()
-                .map(move |(method, value)| (route.as_str(), method.as_str(), value))
+                .map(move |m| (route.as_str(), m.name.as_str(), &m.value))
         })
     }
 }
@@ -198,6 +268,23 @@ pub(crate) fn observed(name: &'static str, attributes: Attributes) -> Event {
 mod tests {
     use super::{ByRoute, path_and_query};
 
+    proptest::proptest! {
+        /// Methods sharing starts, shorter and longer than the eight bytes kept at hand.
+        #[test]
+        fn methods_are_found_again_and_listed_in_name_order(names in proptest::collection::vec("[AB]{0,11}", 0..16)) {
+            let mut methods = ByRoute::<u32>::default();
+            for name in &names {
+                *methods.slot("/m", name).unwrap() += 1;
+            }
+            let mut expected = std::collections::BTreeMap::new();
+            for name in &names {
+                *expected.entry(name.as_str()).or_insert(0) += 1;
+            }
+            let listed: Vec<_> = methods.ordered().map(|(_, m, n)| (m, *n)).collect();
+            proptest::prop_assert_eq!(listed, expected.into_iter().collect::<Vec<_>>());
+        }
+    }
+
     #[test]
     fn by_route_finds_each_slot_again_and_lists_them_ordered_whatever_their_arrival() {
         let arrivals = [
@@ -228,6 +315,36 @@ mod tests {
             ]
         );
         assert_eq!(forward, backward, "equal contents compare equal");
+        // Methods ordered as their names are, past eight bytes and with shared starts too.
+        let mut methods = ByRoute::<u32>::default();
+        let names = [
+            "PROPFIND",
+            "PROPFINDX",
+            "PROPPATCH",
+            "PROP",
+            "GET",
+            "PROPFINDA",
+            "M-SEARCH",
+        ];
+        for name in names {
+            methods.slot("/m", name);
+        }
+        *methods.slot("/m", "PROPFINDX").unwrap() += 1;
+        let mut sorted = names.to_vec();
+        sorted.sort_unstable();
+        let listed: Vec<_> = methods.ordered().map(|(_, m, n)| (m, *n)).collect();
+        let expected: Vec<_> = sorted
+            .iter()
+            .map(|m| (*m, u32::from(*m == "PROPFINDX")))
+            .collect();
+        assert_eq!(listed, expected);
+        let mut other_count = backward.clone();
+        *other_count.slot("/b", "GET").unwrap() += 1;
+        let mut other_route = backward.clone();
+        other_route.slot("/c", "GET");
+        assert_ne!(forward, other_count);
+        assert_ne!(forward, other_route);
+        assert_ne!(other_route, forward);
         let mut made = 0;
         *forward
             .slot_with("/a", "GET", || {
