@@ -64,7 +64,7 @@ struct FieldNode {
 #[derive(Debug, Clone, Copy)]
 struct MemberName {
     start: usize,
-    len: u32,
+    len: usize,
     node: u32,
 }
 
@@ -95,12 +95,12 @@ impl FieldTree {
     }
 
     fn name(&self, member: MemberName) -> &str {
-        &self.names[member.start..member.start + member.len as usize]
+        &self.names[member.start..member.start + member.len]
     }
 
     /// Whether `member` is named `name`, looking at the name only when the lengths agree.
     fn is(&self, member: MemberName, name: &str) -> bool {
-        member.len as usize == name.len() && self.name(member) == name
+        member.len == name.len() && self.name(member) == name
     }
 
     /// The member `name` of `node`, tried first at `next` (where the member after the last
@@ -127,7 +127,7 @@ impl FieldTree {
         });
         let member = MemberName {
             start: self.names.len(),
-            len: name.len() as u32,
+            len: name.len(),
             node: child,
         };
         self.names.push_str(name);
@@ -142,7 +142,7 @@ impl FieldTree {
                     .members
                     .iter()
                     .enumerate()
-                    .map(|(at, m)| (names[m.start..m.start + m.len as usize].into(), at as u32))
+                    .map(|(at, m)| (names[m.start..m.start + m.len].into(), at as u32))
                     .collect(),
             ));
         }
@@ -441,6 +441,17 @@ mod tests {
             proptest::prop_assert!(!twice);
             proptest::prop_assert_eq!(seen, reference(&bodies));
         }
+    }
+
+    #[test]
+    fn an_object_keyed_by_twenty_thousand_ids_reports_each_once_forwards_and_backwards() {
+        let ids: Vec<String> = (0..20_000).map(|i| format!(r#""id-{i}":{{"n":{i}}}"#)).collect();
+        let forwards = format!("{{{}}}", ids.join(","));
+        let backwards = format!("{{{}}}", ids.iter().rev().cloned().collect::<Vec<_>>().join(","));
+        let (seen, twice) = through_one_tree(&[forwards, backwards]);
+        assert!(!twice);
+        assert_eq!(seen.len(), 40_000);
+        assert!(seen.contains("$.id-19999.n"));
     }
 
     #[test]
