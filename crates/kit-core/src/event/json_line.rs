@@ -8,7 +8,7 @@
 //! holds the two together); the kinds that are rare on the hot path (a test's start and end,
 //! unknown kinds) and every non-string attribute value still go through serde.
 
-use crate::json::swar::next_special;
+use crate::json::swar::escape_mask;
 
 use super::{AttachmentContent, AttributeValue, Attributes, Event, EventId, EventKind, OperationStatus};
 
@@ -269,39 +269,63 @@ fn string(out: &mut Vec<u8>, text: &str) {
 }
 
 /// `text` as a JSON string, escaped as serde_json escapes it.
+///
+/// Eight bytes at a time: each word is copied whole, then cut back to its first byte that
+/// needs escaping. A body has a quote every few bytes, and copying the run before each one
+/// called `memcpy` for a handful of bytes, where a fixed eight-byte copy is one store. On a
+/// 600-byte JSON body, timed side by side in one process: 332 → 278 ns (585 → 303 ns in a
+/// slow minute); escaping had been a sixth of the dispatcher's samples at 32 in flight.
 fn escape(out: &mut Vec<u8>, text: &str) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
     let bytes = text.as_bytes();
     out.reserve(bytes.len() + 2);
     out.push(b'"');
-    let mut start = 0; // first byte not yet copied
     let mut i = 0;
-    loop {
-        i = next_special(bytes, i);
-        if i == bytes.len() {
-            break;
+    while let Some(chunk) = bytes.get(i..i + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let mask = escape_mask(u64::from_le_bytes(word));
+        out.extend_from_slice(&word);
+        if mask == 0 {
+            i += 8;
+            continue;
         }
-        out.extend_from_slice(&bytes[start..i]);
-        let byte = bytes[i];
-        match byte {
-            b'"' => out.extend_from_slice(b"\\\""),
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            b'\t' => out.extend_from_slice(b"\\t"),
-            0x08 => out.extend_from_slice(b"\\b"),
-            0x0c => out.extend_from_slice(b"\\f"),
-            _ => {
-                out.extend_from_slice(b"\\u00");
-                out.push(HEX[usize::from(byte >> 4)]);
-                out.push(HEX[usize::from(byte & 0xf)]);
-            }
+        // Only the lowest marked byte is exact (see `escape_mask`): stop there.
+        let at = (mask.trailing_zeros() / 8) as usize;
+        out.truncate(out.len() - 8 + at);
+        match bytes[i + at] {
+            // Most of what a body escapes: a fixed two-byte copy, without the table.
+            byte @ (b'"' | b'\\') => out.extend_from_slice(&[b'\\', byte]),
+            byte => escaped_byte(out, byte),
         }
-        i += 1;
-        start = i;
+        i += at + 1;
     }
-    out.extend_from_slice(&bytes[start..]);
+    for &byte in &bytes[i..] {
+        if matches!(byte, 0x00..=0x1f | b'"' | b'\\') {
+            escaped_byte(out, byte);
+        } else {
+            out.push(byte);
+        }
+    }
     out.push(b'"');
+}
+
+/// A byte below 0x20, a quote or a backslash, escaped as serde_json escapes it.
+fn escaped_byte(out: &mut Vec<u8>, byte: u8) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    match byte {
+        b'"' => out.extend_from_slice(b"\\\""),
+        b'\\' => out.extend_from_slice(b"\\\\"),
+        b'\n' => out.extend_from_slice(b"\\n"),
+        b'\r' => out.extend_from_slice(b"\\r"),
+        b'\t' => out.extend_from_slice(b"\\t"),
+        0x08 => out.extend_from_slice(b"\\b"),
+        0x0c => out.extend_from_slice(b"\\f"),
+        _ => {
+            out.extend_from_slice(b"\\u00");
+            out.push(HEX[usize::from(byte >> 4)]);
+            out.push(HEX[usize::from(byte & 0xf)]);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -450,6 +474,26 @@ mod tests {
         let huge = "\"".repeat(super::REMEMBERED_MAX + 1);
         same_as_serde(&observation(&huge));
         same_as_serde(&attachment(&huge));
+    }
+
+    proptest! {
+        /// Long strings, specials at every offset of a word, and any string at all.
+        #[test]
+        fn a_string_is_escaped_as_serde_escapes_it(
+            dense in proptest::collection::vec(
+                prop_oneof![Just('"'), Just('\\'), Just('\u{0}'), Just('\u{1f}'), Just('\u{7f}'), Just('é'), Just('a')],
+                0..200,
+            ),
+            any_text in any::<String>(),
+        ) {
+            let dense: String = dense.into_iter().collect();
+            for text in [&dense, &any_text] {
+                let mut out = b"kept".to_vec();
+                super::escape(&mut out, text);
+                prop_assert_eq!(&out[..4], b"kept");
+                prop_assert_eq!(std::str::from_utf8(&out[4..]).unwrap(), serde_json::to_string(text).unwrap());
+            }
+        }
     }
 
     proptest! {
