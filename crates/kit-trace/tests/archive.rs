@@ -603,6 +603,103 @@ fn a_zip_bomb_stops_at_the_cap_whether_or_not_it_declares_its_size() {
     assert!(err.contains("is damaged") || err.contains("larger than"), "{err}");
 }
 
+/// An archive of one test whose segment is stored with `method`, and where its data begins.
+fn one_segment(path: &Path, method: zip::CompressionMethod) -> (RunId, TestId, usize) {
+    let run = RunId::new("damaged").unwrap();
+    let test = TestId::generate();
+    let manifest = serde_json::to_vec(&RunManifest::new(run.clone(), "x")).unwrap();
+    let mut segment =
+        format!("{{\"test_id\":\"{test}\",\"segment\":0,\"events\":0,\"final\":false,\"pid\":1}}\n");
+    segment.push_str(&"padding the entry so that its middle is data, ".repeat(40));
+    let mut zip = zip::ZipWriter::new(File::create(path).unwrap());
+    for (name, data, method) in [
+        (
+            "mimetype",
+            b"application/vnd.kit.trace+zip".as_slice(),
+            zip::CompressionMethod::Stored,
+        ),
+        (
+            &format::manifest_path(&run),
+            &manifest,
+            zip::CompressionMethod::Stored,
+        ),
+        (&format::segment_path(&run, test, 0), segment.as_bytes(), method),
+    ] {
+        let options = zip::write::SimpleFileOptions::default().compression_method(method);
+        zip.start_file(name, options).unwrap();
+        zip.write_all(data).unwrap();
+    }
+    zip.finish().unwrap();
+    let mut archive = zip::ZipArchive::new(File::open(path).unwrap()).unwrap();
+    let start = archive.by_index_raw(2).unwrap().data_start().unwrap() as usize;
+    (run, test, start)
+}
+
+#[test]
+fn damaged_entry_data_is_refused_with_the_entry_and_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let damage = |path: &Path, at: usize, byte: Option<u8>| {
+        let mut bytes = std::fs::read(path).unwrap();
+        bytes[at] = byte.unwrap_or(bytes[at] ^ 0x5a);
+        std::fs::write(path, bytes).unwrap();
+    };
+    let read = |path: &Path, run: &RunId, test: TestId| {
+        let mut reader = ArchiveReader::open(path).unwrap();
+        reader.read_test(run, test).unwrap_err().to_string()
+    };
+
+    // Stored: a changed byte reads as a wrong checksum.
+    let path = dir.path().join("stored.kittrace");
+    let (run, test, start) = one_segment(&path, zip::CompressionMethod::Stored);
+    damage(&path, start + 200, None);
+    let err = read(&path, &run, test);
+    assert!(
+        err.contains("0000.jsonl") && err.contains("CRC-32 does not match"),
+        "{err}"
+    );
+
+    // Deflated: a changed byte in the middle of the stream is caught, whether the stream
+    // breaks, ends early, comes out another size or only its checksum differs.
+    for offset in [0, 3, 17, 40] {
+        let path = dir.path().join(format!("deflated-{offset}.kittrace"));
+        let (run, test, start) = one_segment(&path, zip::CompressionMethod::Deflated);
+        damage(&path, start + offset, None);
+        let err = read(&path, &run, test);
+        assert!(
+            err.contains("0000.jsonl") && err.contains("is damaged"),
+            "{offset}: {err}"
+        );
+    }
+
+    // A deflate stream cut short: both headers declare half the stored bytes.
+    let path = dir.path().join("cut.kittrace");
+    let (run, test, start) = one_segment(&path, zip::CompressionMethod::Deflated);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let local = start - 30 - format::segment_path(&run, test, 0).len();
+    let central = bytes.windows(4).rposition(|w| w == b"PK\x01\x02").unwrap();
+    let stored = u32::from_le_bytes(bytes[local + 18..local + 22].try_into().unwrap());
+    for at in [local + 18, central + 20] {
+        bytes[at..at + 4].copy_from_slice(&(stored / 2).to_le_bytes());
+    }
+    std::fs::write(&path, bytes).unwrap();
+    let err = read(&path, &run, test);
+    assert!(err.contains("0000.jsonl") && err.contains("ends early"), "{err}");
+
+    // A method kittrace never writes (the local header's and the directory's both say 12).
+    let path = dir.path().join("bzip2.kittrace");
+    let (run, test, start) = one_segment(&path, zip::CompressionMethod::Stored);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let name_len = format::segment_path(&run, test, 0).len();
+    let local = start - 30 - name_len;
+    assert_eq!(&bytes[local..local + 4], b"PK\x03\x04");
+    bytes[local + 8] = 12;
+    let central = bytes.windows(4).rposition(|w| w == b"PK\x01\x02").unwrap();
+    bytes[central + 10] = 12;
+    std::fs::write(&path, bytes).unwrap();
+    let err = read(&path, &run, test);
+    assert!(err.contains("0000.jsonl") && err.contains("never uses"), "{err}");
+}
+
 #[test]
 fn a_newer_major_format_is_refused_with_a_hint() {
     let dir = tempfile::tempdir().unwrap();
