@@ -388,6 +388,10 @@ mod tests {
             r#"{"owner":{"id":3,"login":"b","site":true},"id":4,"id":5}"#.to_owned(),
             // A member named `[]` is not the array elements; odd names as the matcher writes them.
             r#"{"[]":{"a":1},"tags":[{"a":2}],"x y":{"\"q":0}}"#.to_owned(),
+            // Long names alike but for their last byte, and names of many multibyte characters.
+            r#"{"abcdefghijklmnop_x":1,"abcdefghijklmnop_y":2,"aéééééééééé":3,"aééééééééééé":4}"#.to_owned(),
+            r#"{"abcdefghijklmnop_y":1,"aéééééééééé":{"abcdefghijklmnop_x":0},"abcdefghijklmnop_x":2}"#
+                .to_owned(),
             // More members than are searched one by one (an object keyed by ids), seen twice.
             format!("{{{many}\"last\":0}}"),
             format!("{{\"last\":1,{many}\"new\":[]}}"),
@@ -398,6 +402,9 @@ mod tests {
         assert!(!twice);
         assert_eq!(seen, reference(&values));
         for path in [
+            "$.abcdefghijklmnop_y",
+            "$.aééééééééééé",
+            "$.aéééééééééé.abcdefghijklmnop_x",
             r#"$["[]"].a"#,
             "$.tags[].a",
             r#"$["x y"]["\"q"]"#,
