@@ -84,11 +84,12 @@ const GROUP_LIMIT: usize = 256;
 /// How many delivered events wait for producers to drop them (see [`Inner::drop_spent`]).
 const SPENT_CAPACITY: usize = 1024;
 
-/// How full the queue of spent events may be before a producer, besides taking back the box
-/// its event travels in, drops one more: kept short of full, so the dispatcher rarely drops
-/// one itself, and not drained, so producers rarely allocate a box (draining two per publish
-/// made most publishes allocate one when the dispatcher kept up).
-const SPENT_HIGH: usize = SPENT_CAPACITY / 2;
+/// How many spent events may wait before a producer, besides taking back the box its event
+/// travels in, drops one more. A few in reserve, so producers rarely allocate a box (draining
+/// two per publish, as before boxes, left the queue empty and made most publishes allocate
+/// when the dispatcher kept up); few, so that after a burst the delivered events do not keep
+/// their memory (bodies, attachments) for as long as the bus runs.
+const SPENT_KEPT: usize = 64;
 
 /// How long a requested flush may wait for a flush someone waits for (default): a test that
 /// ends within this of its start is committed once, start and end together.
@@ -343,7 +344,7 @@ impl Bus {
         let sent = self.inner.tx.send(Message::Event(event));
         // Even a refused send nudges: a full queue is exactly when the dispatcher must run.
         self.inner.nudge();
-        if self.inner.spent.len() > SPENT_HIGH {
+        if self.inner.spent.len() > SPENT_KEPT {
             self.inner.drop_spent(1);
         }
         sent.map_err(|_| BusError::Closed { lost: 1 })?;
