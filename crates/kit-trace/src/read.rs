@@ -209,6 +209,10 @@ impl Clone for Inflater {
     }
 }
 
+/// The most stored bytes an [`Inflater`] keeps room for between entries (segments are far
+/// smaller; blobs can be larger).
+const KEPT_COMPRESSED: usize = 1024 * 1024;
+
 /// Why an entry could not be inflated.
 enum InflateError {
     /// It inflates to more than the cap.
@@ -509,6 +513,10 @@ impl ArchiveReader {
                 self,
                 format!("it holds {} bytes but declares {size}", out.len()),
             ));
+        }
+        // A large blob's bytes are not kept for the rest of the read.
+        if self.inflater.compressed.capacity() > KEPT_COMPRESSED {
+            self.inflater.compressed = Vec::new();
         }
         if crc32fast::hash(&out) != crc {
             return Err(bad(self, "its CRC-32 does not match its bytes".into()));
