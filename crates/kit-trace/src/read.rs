@@ -468,6 +468,10 @@ impl ArchiveReader {
         // Stored data is as long as what it holds, and deflate adds a few bytes per 64 KiB
         // block at worst: more is not an entry of ours, and is not read.
         let stored_limit = limit.saturating_add(limit / 1024 * 5).saturating_add(1024);
+        if self.inflater.compressed.capacity() > KEPT_COMPRESSED {
+            // The last entry was a large blob: its room is not kept for every entry after it.
+            self.inflater.compressed = Vec::new();
+        }
         self.inflater.compressed.clear();
         let read = self
             .zip
@@ -513,10 +517,6 @@ impl ArchiveReader {
                 self,
                 format!("it holds {} bytes but declares {size}", out.len()),
             ));
-        }
-        // A large blob's bytes are not kept for the rest of the read.
-        if self.inflater.compressed.capacity() > KEPT_COMPRESSED {
-            self.inflater.compressed = Vec::new();
         }
         if crc32fast::hash(&out) != crc {
             return Err(bad(self, "its CRC-32 does not match its bytes".into()));
