@@ -741,3 +741,48 @@ fn shared_lock(path: &Path) -> Result<Option<File>, TraceError> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// A reader that read a large entry does not keep its room for the entries after it.
+    #[test]
+    fn a_large_entry_s_room_is_not_kept_for_the_next_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("large.kittrace");
+        let run = RunId::new("large").unwrap();
+        let manifest = serde_json::to_vec(&RunManifest::new(run.clone(), "x")).unwrap();
+        // Bytes deflate cannot shrink, so the stored form is as large as they are.
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let noise: Vec<u8> = (0..3 * KEPT_COMPRESSED)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state as u8
+            })
+            .collect();
+        let mut zip = zip::ZipWriter::new(File::create(&path).unwrap());
+        for (name, data) in [
+            (format::MIME_TYPE_ENTRY.to_owned(), MIME_TYPE.as_bytes()),
+            (format::manifest_path(&run), manifest.as_slice()),
+            (format::blob_path(&"ab".repeat(32)), noise.as_slice()),
+        ] {
+            let options =
+                zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+            zip.start_file(name, options).unwrap();
+            zip.write_all(data).unwrap();
+        }
+        zip.finish().unwrap();
+
+        let mut reader = ArchiveReader::open(&path).unwrap();
+        let (_, blob) = reader.entry(2).unwrap();
+        assert_eq!(blob, noise);
+        assert!(reader.inflater.compressed.capacity() > KEPT_COMPRESSED);
+        let (_, manifest_read) = reader.entry(1).unwrap();
+        assert_eq!(manifest_read, manifest);
+        assert!(reader.inflater.compressed.capacity() <= KEPT_COMPRESSED);
+    }
+}
