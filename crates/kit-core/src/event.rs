@@ -567,17 +567,9 @@ struct SharedText(Arc<[u8]>);
 
 impl<'de> Deserialize<'de> for SharedText {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct SharedVisitor;
-        impl Visitor<'_> for SharedVisitor {
-            type Value = SharedText;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<SharedText, E> {
-                Ok(SharedText(Arc::from(v.as_bytes())))
-            }
-        }
-        deserializer.deserialize_str(SharedVisitor)
+        parse_str(deserializer, "a string", |text| {
+            Ok::<_, std::convert::Infallible>(SharedText(Arc::from(text.as_bytes())))
+        })
     }
 }
 
