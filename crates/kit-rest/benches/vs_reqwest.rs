@@ -24,7 +24,8 @@
 //!
 //! `cargo bench -p kit-rest --bench vs_reqwest`. To change the sizes: `KIT_BENCH_ROUNDS`,
 //! `KIT_BENCH_REQUESTS`, `KIT_BENCH_PAGES`, `KIT_BENCH_PER_TEST`. To see what the kit's
-//! pipeline costs: `KIT_BENCH_VARIANT=bare` (no archive, collectors or attachments). To run
+//! pipeline costs: `KIT_BENCH_VARIANT=bare` (no archive, collectors or attachments),
+//! `no-attachments` or `no-archive` (everything else on). To run
 //! one scenario (for a profiler): `KIT_BENCH_ONLY=sequential` (or `32`, `1 MiB`); one side
 //! only, with no table then: `KIT_BENCH_SIDE=raw`, `kit` or `per-test` (raw reqwest with a
 //! client per test). To keep the kit's archive for a look inside: `KIT_BENCH_KEEP=path`.
@@ -207,14 +208,20 @@ fn kit(url: &str) -> Kit {
     let spec: PathBuf = dir.path().join("openapi.yaml");
     std::fs::write(&spec, OPENAPI).unwrap();
     let variant = std::env::var("KIT_BENCH_VARIANT").unwrap_or_default();
+    assert!(
+        matches!(variant.as_str(), "" | "bare" | "no-attachments" | "no-archive"),
+        "KIT_BENCH_VARIANT={variant:?}: expected `bare`, `no-attachments` or `no-archive` (or unset, for everything on)"
+    );
     let bare = variant == "bare";
+    let attachments = !bare && variant != "no-attachments";
+    let archived = !bare && variant != "no-archive";
     let mut builder = KitBuilder::new(Configuration::new());
     if !bare {
         builder.add_collector(OpenApiCoverageCollector::from_spec(&spec).unwrap());
     }
     builder.add_application("bench", |app| {
         app.add_rest(|rest| {
-            if !bare {
+            if attachments {
                 rest.capture_attachments(|_| {});
             }
             let client = rest.add_client().base_url(url);
@@ -229,10 +236,10 @@ fn kit(url: &str) -> Kit {
     let run_id = RunId::generate();
     let writer = ArchiveWriter::create(dir.path(), RunManifest::new(run_id.clone(), "bench")).unwrap();
     let archive = writer.path().to_owned();
-    let bus = if bare {
-        Bus::builder()
-    } else {
+    let bus = if archived {
         Bus::builder().collector(writer)
+    } else {
+        Bus::builder()
     };
     let bus = bus.collectors(built.collectors).start();
     let run = KitRun::with_secrets(built.host, bus, run_id, Arc::new(SecretRegistry::new()));
