@@ -200,6 +200,8 @@ async fn raw_page(client: &reqwest::Client, url: &str, n: usize) {
 struct Kit {
     run: KitRun,
     archive: PathBuf,
+    /// `KIT_BENCH_VARIANT`, as the output names it.
+    variant: &'static str,
     _dir: tempfile::TempDir,
 }
 
@@ -207,11 +209,15 @@ fn kit(url: &str) -> Kit {
     let dir = tempfile::tempdir().unwrap();
     let spec: PathBuf = dir.path().join("openapi.yaml");
     std::fs::write(&spec, OPENAPI).unwrap();
-    let variant = std::env::var("KIT_BENCH_VARIANT").unwrap_or_default();
-    assert!(
-        matches!(variant.as_str(), "" | "bare" | "no-attachments" | "no-archive"),
-        "KIT_BENCH_VARIANT={variant:?}: expected `bare`, `no-attachments` or `no-archive` (or unset, for everything on)"
-    );
+    let variant = match std::env::var("KIT_BENCH_VARIANT").unwrap_or_default().as_str() {
+        "" => "everything on",
+        "bare" => "bare",
+        "no-attachments" => "no-attachments",
+        "no-archive" => "no-archive",
+        other => panic!(
+            "KIT_BENCH_VARIANT={other:?}: expected `bare`, `no-attachments` or `no-archive` (or unset, for everything on)"
+        ),
+    };
     let bare = variant == "bare";
     let attachments = !bare && variant != "no-attachments";
     let archived = !bare && variant != "no-archive";
@@ -246,6 +252,7 @@ fn kit(url: &str) -> Kit {
     Kit {
         run,
         archive,
+        variant,
         _dir: dir,
     }
 }
@@ -473,8 +480,9 @@ fn main() {
     }
     let stats = kit.run.bus().stats();
     println!(
-        "{rounds} rounds; {n} requests per round ({} per test), {pages} pages of 1 MiB; {} events published, {} dispatched",
+        "{rounds} rounds; {n} requests per round ({} per test), {pages} pages of 1 MiB; kit variant: {}; {} events published, {} dispatched",
         requests_per_test(),
+        kit.variant,
         stats.published,
         stats.dispatched
     );
