@@ -8,9 +8,10 @@
 //! The dispatcher is not woken for every event: a futex wake per event cost a producer more than
 //! the rest of its send, and on a two-core machine woke a thread that competed with the test and
 //! its server for the CPU. While events are flowing the dispatcher naps between
-//! batches (half a millisecond at most); producers wake it only when the queue passes an eighth
-//! of its capacity, when it has gone to sleep for good after a quiet spell, or for a flush,
-//! registration or shutdown.
+//! batches: 100 µs while each nap finds events, longer (up to 1.6 ms) while they come sparsely,
+//! since on a virtual machine a timer wake-up costs tens of microseconds of CPU. Producers wake
+//! it only when the queue passes an eighth of its capacity, when it has gone to sleep for good
+//! after a quiet spell, or for a flush, registration or shutdown.
 //!
 //! [`flush`](Bus::flush) is a handshake: it puts a marker in the channel behind everything the
 //! caller sent, and returns once the dispatcher has reached the marker and every collector has
@@ -65,16 +66,29 @@ pub struct BusStats {
     pub dispatched: u64,
 }
 
-/// How long the dispatcher naps when the queue is empty while events are flowing: the longest an
-/// event waits before collectors see it, unless a flush asks sooner. Also about what a test's
-/// end waits for beyond its own commit: the events of the last nap, handled after the flush
-/// wakes the dispatcher (at 500 µs a 10-request test's end waited for 45 events, at 100 µs
-/// for 10).
+/// How long the dispatcher naps when it finds the queue empty while events are flowing: the
+/// longest an event waits before collectors see it, unless a flush asks sooner. Also about what
+/// a test's end waits for beyond its own commit: the events of the last nap, handled after the
+/// flush wakes the dispatcher (at 500 µs a 10-request test's end waited for 45 events, at
+/// 100 µs for 10).
 const NAP: Duration = Duration::from_micros(100);
 
-/// Empty naps in a row after which the dispatcher sleeps until a producer wakes it (20 ms of
-/// quiet), so an idle process does not tick.
-const NAPS_BEFORE_SLEEP: u32 = 200;
+/// The longest nap. Each nap that ends with the queue still empty makes the next one four
+/// times as long, up to this: events that come sparsely (requests to an API that takes a millisecond to answer) are
+/// picked up a few at a time, not by ten timer wake-ups a request. With 100 µs naps throughout,
+/// the dispatcher spent about 250 µs of CPU per such request, more than the request itself.
+/// A flush still wakes the dispatcher at once, so no test's end waits for a nap.
+const LONGEST_NAP: Duration = Duration::from_micros(1_600);
+
+/// Quiet after which the dispatcher sleeps until a producer wakes it, so an idle process does
+/// not tick.
+const QUIET_BEFORE_SLEEP: Duration = Duration::from_millis(20);
+
+/// The nap after `empty_naps` empty ones in a row.
+fn nap_after(empty_naps: u32) -> Duration {
+    // Past 8 the nap is long past the longest: the shift stays in range.
+    NAP.saturating_mul(1 << (2 * empty_naps.min(8))).min(LONGEST_NAP)
+}
 
 /// The most messages already queued behind a flush someone waits for that join it (see
 /// `dispatch`): enough to gather the flushes of tests ending together, few enough that the
@@ -505,22 +519,30 @@ fn next_message(
     rx: &Receiver<Message>,
     spent: &Spent,
     wake: &Wake,
-    empty_naps: &mut u32,
+    quiet: &mut Quiet,
     due: Option<Instant>,
 ) -> Option<Message> {
     loop {
-        if due.is_some_and(|due| Instant::now() >= due) {
+        let now = Instant::now();
+        if due.is_some_and(|due| now >= due) {
             return Some(Message::FlushDue);
         }
         match rx.try_recv() {
             Ok(message) => {
-                *empty_naps = 0;
+                *quiet = Quiet::default();
                 return Some(message);
             }
             Err(TryRecvError::Disconnected) => return None,
-            Err(TryRecvError::Empty) if *empty_naps < NAPS_BEFORE_SLEEP || due.is_some() => {
-                *empty_naps = empty_naps.saturating_add(1);
-                thread::park_timeout(NAP);
+            Err(TryRecvError::Empty)
+                if due.is_some() || quiet.since.is_none_or(|since| now - since < QUIET_BEFORE_SLEEP) =>
+            {
+                quiet.since.get_or_insert(now);
+                let mut nap = nap_after(quiet.empty_naps);
+                if let Some(due) = due {
+                    nap = nap.min(due - now);
+                }
+                quiet.empty_naps = quiet.empty_naps.saturating_add(1);
+                thread::park_timeout(nap);
             }
             Err(TryRecvError::Empty) => {
                 // Quiet: no producer is coming to drop what is left.
@@ -534,10 +556,17 @@ fn next_message(
                     thread::park();
                 }
                 wake.sleeping.store(false, Ordering::Relaxed);
-                *empty_naps = 0;
+                *quiet = Quiet::default();
             }
         }
     }
+}
+
+/// How long the dispatcher has found the queue empty, and how many naps it took meanwhile.
+#[derive(Default)]
+struct Quiet {
+    since: Option<Instant>,
+    empty_naps: u32,
 }
 
 /// Which flush a group of waiters gets.
@@ -656,11 +685,11 @@ fn dispatch(
         held: None,
         requested_flush_delay,
     };
-    let mut empty_naps = 0;
+    let mut quiet = Quiet::default();
     while let Some(message) = d
         .held
         .take()
-        .or_else(|| next_message(&d.rx, spent, wake, &mut empty_naps, d.due))
+        .or_else(|| next_message(&d.rx, spent, wake, &mut quiet, d.due))
     {
         match message {
             Message::Event(event) => d.deliver(event),
@@ -881,6 +910,17 @@ mod tests {
         }
     }
 
+    /// Naps start short, grow while the queue stays empty, and stop at the longest.
+    #[test]
+    fn naps_grow_while_the_queue_stays_empty_up_to_the_longest() {
+        let naps: Vec<Duration> = (0..8).map(nap_after).collect();
+        assert_eq!(naps[0], NAP);
+        assert_eq!(naps[1], NAP * 4);
+        assert!(naps.windows(2).all(|w| w[1] >= w[0]), "{naps:?}");
+        assert_eq!(naps[7], LONGEST_NAP);
+        assert_eq!(nap_after(u32::MAX), LONGEST_NAP);
+    }
+
     /// After a quiet spell the dispatcher sleeps without a timeout; an event sent then must
     /// still wake it, with no flush to help.
     #[test]
@@ -889,7 +929,7 @@ mod tests {
         let bus = Bus::builder().collector(recording.clone()).start();
         let test = TestId::generate();
         for round in 0..3 {
-            thread::sleep(NAP * (NAPS_BEFORE_SLEEP + 20));
+            thread::sleep(QUIET_BEFORE_SLEEP + LONGEST_NAP * 3);
             bus.publish(event(test, round)).unwrap();
             eventually("delivery without a flush", || {
                 recording.len() == round as usize + 1
@@ -912,7 +952,7 @@ mod tests {
         let finished = Arc::new(AtomicBool::new(false));
         let bus = Bus::builder().collector(Finishes(Arc::clone(&finished))).start();
         bus.publish(event(TestId::generate(), 0)).unwrap();
-        thread::sleep(NAP * (NAPS_BEFORE_SLEEP + 20));
+        thread::sleep(QUIET_BEFORE_SLEEP + LONGEST_NAP * 3);
         drop(bus);
         eventually("finish", || finished.load(Ordering::SeqCst));
     }
@@ -957,7 +997,7 @@ mod tests {
         bus.flush().unwrap();
         assert_eq!(flushes.load(Ordering::SeqCst), 1);
         // Nothing was left due: a later wait sees no second flush of the request.
-        thread::sleep(NAP * 4);
+        thread::sleep(LONGEST_NAP * 2);
         assert_eq!(flushes.load(Ordering::SeqCst), 1);
     }
 
@@ -1008,7 +1048,7 @@ mod tests {
         bus.request_flush().unwrap();
         bus.flush().unwrap();
         assert_eq!(full.load(Ordering::SeqCst), 2);
-        thread::sleep(delay + NAP * 4);
+        thread::sleep(delay + LONGEST_NAP * 2);
         assert_eq!(full.load(Ordering::SeqCst), 2);
         assert_eq!(ended.load(Ordering::SeqCst), 2);
     }
@@ -1025,7 +1065,7 @@ mod tests {
             .start();
         for sleep_first in [false, true] {
             if sleep_first {
-                thread::sleep(NAP * (NAPS_BEFORE_SLEEP + 20));
+                thread::sleep(QUIET_BEFORE_SLEEP + LONGEST_NAP * 3);
             }
             let before = flushes.load(Ordering::SeqCst);
             let requested = Instant::now();
