@@ -25,7 +25,9 @@
 //! `cargo bench -p kit-rest --bench vs_reqwest`. To change the sizes: `KIT_BENCH_ROUNDS`,
 //! `KIT_BENCH_REQUESTS`, `KIT_BENCH_PAGES`, `KIT_BENCH_PER_TEST`. To see what the kit's
 //! pipeline costs: `KIT_BENCH_VARIANT=bare` (no archive, collectors or attachments),
-//! `no-attachments` or `no-archive` (everything else on). To run
+//! `no-attachments` or `no-archive` (everything else on). To give the item handler work, as an
+//! API under test has: `KIT_BENCH_HANDLER_WAIT_MS` (waits, as on a database) and
+//! `KIT_BENCH_HANDLER_BUSY_US` (computes, holding the server's thread). To run
 //! one scenario (for a profiler): `KIT_BENCH_ONLY=sequential` (or `32`, `1 MiB`); one side
 //! only, with no table then: `KIT_BENCH_SIDE=raw`, `kit` or `per-test` (raw reqwest with a
 //! client per test). To keep the kit's archive for a look inside: `KIT_BENCH_KEEP=path`.
@@ -114,14 +116,59 @@ components:
         lines: { type: array, items: { properties: { sku: {}, qty: {}, price: {} } } }
 "##;
 
+/// What the item handler does before it answers (`KIT_BENCH_HANDLER_WAIT_MS`,
+/// `KIT_BENCH_HANDLER_BUSY_US`): nothing by default, as the issue's baseline has it. An API
+/// under test usually waits on a database or computes; these show what the kit's cost is
+/// against such a request, not only against an instant answer.
+#[derive(Clone, Copy)]
+struct HandlerWork {
+    /// Waits this long without holding the server's thread, as for a database's answer.
+    wait: Duration,
+    /// Then keeps the server's thread busy this long, as a handler that computes.
+    busy: Duration,
+}
+
+impl HandlerWork {
+    fn from_env() -> Self {
+        Self {
+            wait: Duration::from_millis(env("KIT_BENCH_HANDLER_WAIT_MS", 0) as u64),
+            busy: Duration::from_micros(env("KIT_BENCH_HANDLER_BUSY_US", 0) as u64),
+        }
+    }
+
+    async fn run(self) {
+        if !self.wait.is_zero() {
+            tokio::time::sleep(self.wait).await;
+        }
+        let until = Instant::now() + self.busy;
+        while Instant::now() < until {
+            std::hint::spin_loop();
+        }
+    }
+
+    fn describe(self) -> String {
+        match (self.wait.as_millis(), self.busy.as_micros()) {
+            (0, 0) => "answers at once".into(),
+            (wait, 0) => format!("waits {wait} ms"),
+            (0, busy) => format!("computes {busy} µs"),
+            (wait, busy) => format!("waits {wait} ms, then computes {busy} µs"),
+        }
+    }
+}
+
 /// Serves the bench API on 127.0.0.1:0; returns its base URL.
-fn serve() -> String {
+fn serve(work: HandlerWork) -> String {
     let page = Arc::new(page());
     common::serve(
         Router::new()
             .route(
                 "/items/{id}",
-                get(|axum::extract::Path(id): axum::extract::Path<u64>| async move { axum::Json(item(id)) }),
+                get(
+                    move |axum::extract::Path(id): axum::extract::Path<u64>| async move {
+                        work.run().await;
+                        axum::Json(item(id))
+                    },
+                ),
             )
             .route(
                 "/page",
@@ -416,7 +463,8 @@ fn main() {
     let rounds = env("KIT_BENCH_ROUNDS", 7);
     let n = env("KIT_BENCH_REQUESTS", 2_000);
     let pages = env("KIT_BENCH_PAGES", (n / 100).max(5)).max(1);
-    let url = serve();
+    let work = HandlerWork::from_env();
+    let url = serve(work);
     let rt = runtime();
     let client = reqwest::Client::new();
     let kit = kit(&url);
@@ -480,9 +528,10 @@ fn main() {
     }
     let stats = kit.run.bus().stats();
     println!(
-        "{rounds} rounds; {n} requests per round ({} per test), {pages} pages of 1 MiB; kit variant: {}; {} events published, {} dispatched",
+        "{rounds} rounds; {n} requests per round ({} per test), {pages} pages of 1 MiB; kit variant: {}; item handler {}; {} events published, {} dispatched",
         requests_per_test(),
         kit.variant,
+        work.describe(),
         stats.published,
         stats.dispatched
     );
