@@ -74,10 +74,11 @@ pub struct BusStats {
 const NAP: Duration = Duration::from_micros(100);
 
 /// The longest nap. Each nap that ends with the queue still empty makes the next one four
-/// times as long, up to this: events that come sparsely (requests to an API that takes a millisecond to answer) are
-/// picked up a few at a time, not by ten timer wake-ups a request. With 100 µs naps throughout,
-/// the dispatcher spent about 250 µs of CPU per such request, more than the request itself.
-/// A flush still wakes the dispatcher at once, so no test's end waits for a nap.
+/// times as long, up to this: events that come sparsely (requests to an API that takes a
+/// millisecond to answer) are picked up a few at a time, not by ten timer wake-ups a request.
+/// With 100 µs naps throughout, the dispatcher spent about 250 µs of CPU per such request,
+/// more than the request itself. A flush still wakes the dispatcher at once, so no test's end
+/// waits for a nap.
 const LONGEST_NAP: Duration = Duration::from_micros(1_600);
 
 /// Quiet after which the dispatcher sleeps until a producer wakes it, so an idle process does
