@@ -25,7 +25,8 @@
 //! `cargo bench -p kit-rest --bench vs_reqwest`. To change the sizes: `KIT_BENCH_ROUNDS`,
 //! `KIT_BENCH_REQUESTS`, `KIT_BENCH_PAGES`, `KIT_BENCH_PER_TEST`. To see what the kit's
 //! pipeline costs: `KIT_BENCH_VARIANT=bare` (no archive, collectors or attachments),
-//! `no-attachments` or `no-archive` (everything else on). To give the item handler work, as an
+//! `no-attachments` or `no-archive` (everything else on); `KIT_BENCH_LEVEL` sets the archive's
+//! deflate level (default 1, the writer's). To give the item handler work, as an
 //! API under test has: `KIT_BENCH_HANDLER_WAIT_MS` (waits, as on a database) and
 //! `KIT_BENCH_HANDLER_BUSY_US` (computes, holding the server's thread). To run
 //! one scenario (for a profiler): `KIT_BENCH_ONLY=sequential` (or `32`, `1 MiB`); one side
@@ -46,7 +47,7 @@ use kit_core::json::json_value;
 use kit_core::*;
 use kit_coverage::{OpenApiCoverageCollector, RestCoverageCollector, RestTrafficCoverageCollector};
 use kit_rest::*;
-use kit_trace::{ArchiveWriter, RunManifest};
+use kit_trace::{ArchiveWriter, RunManifest, WriterOptions};
 use serde_json::{Value, json};
 
 #[path = "../tests/common/mod.rs"]
@@ -287,7 +288,9 @@ fn kit(url: &str) -> Kit {
     });
     let built = builder.build().unwrap();
     let run_id = RunId::generate();
-    let writer = ArchiveWriter::create(dir.path(), RunManifest::new(run_id.clone(), "bench")).unwrap();
+    let options = WriterOptions::default().with_compression_level(deflate_level());
+    let writer =
+        ArchiveWriter::with_options(dir.path(), RunManifest::new(run_id.clone(), "bench"), options).unwrap();
     let archive = writer.path().to_owned();
     let bus = if archived {
         Bus::builder().collector(writer)
@@ -448,6 +451,18 @@ fn process_cpu() -> Duration {
     Duration::from_millis(ticks * 10)
 }
 
+/// `KIT_BENCH_LEVEL`: the archive's deflate level, the writer's default (1) when unset.
+fn deflate_level() -> u32 {
+    match std::env::var("KIT_BENCH_LEVEL") {
+        Ok(level) => level
+            .parse()
+            .ok()
+            .filter(|level| *level <= 9)
+            .unwrap_or_else(|| panic!("KIT_BENCH_LEVEL={level:?}: expected a deflate level, 0–9")),
+        Err(_) => WriterOptions::default().compression_level,
+    }
+}
+
 fn requests_per_test() -> usize {
     env("KIT_BENCH_PER_TEST", 10).max(1)
 }
@@ -528,9 +543,10 @@ fn main() {
     }
     let stats = kit.run.bus().stats();
     println!(
-        "{rounds} rounds; {n} requests per round ({} per test), {pages} pages of 1 MiB; kit variant: {}; item handler {}; {} events published, {} dispatched",
+        "{rounds} rounds; {n} requests per round ({} per test), {pages} pages of 1 MiB; kit variant: {}, deflate level {}; item handler {}; {} events published, {} dispatched",
         requests_per_test(),
         kit.variant,
+        deflate_level(),
         work.describe(),
         stats.published,
         stats.dispatched
