@@ -496,7 +496,9 @@ impl ArchiveReader {
             return Err(too_large(self));
         }
         let out = match method {
-            zip::CompressionMethod::Stored => self.inflater.compressed.clone(),
+            // Handed over, not copied: a stored entry's bytes are what it holds, and the next
+            // entry grows a buffer of its own.
+            zip::CompressionMethod::Stored => std::mem::take(&mut self.inflater.compressed),
             zip::CompressionMethod::Deflated => match self.inflater.inflate(size, limit) {
                 Ok(out) => out,
                 Err(InflateError::TooLarge) => return Err(too_large(self)),
