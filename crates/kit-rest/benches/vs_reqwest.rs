@@ -250,6 +250,8 @@ struct Kit {
     archive: PathBuf,
     /// `KIT_BENCH_VARIANT`, as the output names it.
     variant: &'static str,
+    /// `KIT_BENCH_LEVEL`: the archive's deflate level.
+    level: u32,
     _dir: tempfile::TempDir,
 }
 
@@ -288,7 +290,8 @@ fn kit(url: &str) -> Kit {
     });
     let built = builder.build().unwrap();
     let run_id = RunId::generate();
-    let options = WriterOptions::default().with_compression_level(deflate_level());
+    let level = deflate_level();
+    let options = WriterOptions::default().with_compression_level(level);
     let writer =
         ArchiveWriter::with_options(dir.path(), RunManifest::new(run_id.clone(), "bench"), options).unwrap();
     let archive = writer.path().to_owned();
@@ -303,6 +306,7 @@ fn kit(url: &str) -> Kit {
         run,
         archive,
         variant,
+        level,
         _dir: dir,
     }
 }
@@ -546,7 +550,7 @@ fn main() {
         "{rounds} rounds; {n} requests per round ({} per test), {pages} pages of 1 MiB; kit variant: {}, deflate level {}; item handler {}; {} events published, {} dispatched",
         requests_per_test(),
         kit.variant,
-        deflate_level(),
+        kit.level,
         work.describe(),
         stats.published,
         stats.dispatched
