@@ -20,6 +20,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use kit_core::{Host, KitExecutionContext};
@@ -90,9 +91,24 @@ impl ResolvedClient {
 #[derive(Default)]
 struct TestClients(HashMap<String, reqwest::Client>);
 
-/// Addresses started pieces of applications published, by application (lower case).
+/// Addresses started pieces of applications published, by application (lower case), and how
+/// many publications there have been: a test's resolved base address stays good while that
+/// count has not moved.
 #[derive(Default)]
-struct PublishedAddresses(Mutex<HashMap<String, Url>>);
+struct PublishedAddresses {
+    by_application: Mutex<HashMap<String, Url>>,
+    generation: AtomicU64,
+}
+
+impl PublishedAddresses {
+    fn of(host: &Host) -> Arc<Self> {
+        host.singleton(|_| PublishedAddresses::default())
+    }
+
+    fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+}
 
 /// Publishes the address a started piece of `application` serves at (a container, a server
 /// the suite started itself). Clients of the application that have no explicit `base_url`
@@ -106,17 +122,21 @@ pub fn publish_address(host: &Host, application: &str, url: &str) -> Result<(), 
             "the address published for application '{application}' is {url:?}, which is not an absolute URL"
         ))
     })?;
-    host.singleton(|_| PublishedAddresses::default())
-        .0
+    let published = PublishedAddresses::of(host);
+    published
+        .by_application
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .insert(application.to_ascii_lowercase(), parsed);
+    // After the address is in: a resolution that read the count before this reads it again
+    // as changed, and works its base out anew.
+    published.generation.fetch_add(1, Ordering::AcqRel);
     Ok(())
 }
 
 fn published(host: &Host, application: &str) -> Option<Url> {
-    host.singleton(|_| PublishedAddresses::default())
-        .0
+    PublishedAddresses::of(host)
+        .by_application
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .get(&application.to_ascii_lowercase())
@@ -388,22 +408,42 @@ fn base_address(
 
 /// What one test's requests resolved, by requested name. The registrations and the test's
 /// bindings do not change while it runs, so the pick (which names every candidate) is made
-/// once per test and name, not per request. The base address is worked out again for every
-/// request unless the registration fixes it, since a started piece of an application may
-/// publish one meanwhile.
+/// once per test and name, not per request. The base address is kept while no address has
+/// been published since it was worked out (a started piece of an application may publish one
+/// meanwhile), and worked out again when one has.
 #[derive(Default)]
 struct TestResolutions(Vec<(Option<String>, Resolution)>);
+
+impl TestResolutions {
+    /// Keeps `resolution` for `requested`, over any kept before.
+    fn keep(&mut self, requested: Option<&str>, resolution: Resolution) {
+        match self.0.iter_mut().find(|(name, _)| name.as_deref() == requested) {
+            Some((_, kept)) => *kept = resolution,
+            None => self.0.push((requested.map(str::to_owned), resolution)),
+        }
+    }
+}
 
 #[derive(Clone)]
 struct Resolution {
     resolved: Arc<ResolvedClient>,
-    /// Where the registration is (its application's index, or none for the host's, and its
-    /// index there), to work the base address out again; `None` when the registration fixes
-    /// it (a `base_url`, or a resolver that runs per request anyway).
-    again: Option<(Option<usize>, usize)>,
+    /// How to tell the base address is stale and work it out again; `None` when the
+    /// registration fixes it (a `base_url`, or a resolver that runs per request anyway).
+    again: Option<Again>,
 }
 
-/// The registered client at `at` (see [`Resolution::again`]).
+#[derive(Clone)]
+struct Again {
+    /// Where the registration is (its application's index, or none for the host's, and its
+    /// index there).
+    at: (Option<usize>, usize),
+    published: Arc<PublishedAddresses>,
+    /// The count of publications read before the base address was worked out: configuration
+    /// and in-process servers' addresses never change, so the base is good while it holds.
+    generation: u64,
+}
+
+/// The registered client at `at` (see [`Again::at`]).
 fn candidate_at(host: &Host, (application, index): (Option<usize>, usize)) -> Option<Candidate<'_>> {
     let (application, registration) = match application {
         Some(i) => {
@@ -458,27 +498,43 @@ pub(crate) fn resolve(
         }) => return Ok(resolved),
         Some(Resolution {
             resolved,
-            again: Some(at),
+            again: Some(again),
         }) => {
+            let generation = again.published.generation();
+            if generation == again.generation {
+                return Ok(resolved);
+            }
             // The registrations never change, so the candidate is found again; were it not,
             // the pick below is made afresh rather than keeping a stale base.
-            if let Some(candidate) = candidate_at(host, at) {
-                return Ok(Arc::new(ResolvedClient {
+            if let Some(candidate) = candidate_at(host, again.at) {
+                let renewed = Arc::new(ResolvedClient {
                     client: resolved.client.clone(),
                     base: base_address(host, &candidate, requested)?,
                     target: resolved.target.clone(),
                     entity: Arc::clone(&resolved.entity),
                     application: resolved.application.clone(),
                     default_auth: resolved.default_auth.clone(),
-                }));
+                });
+                let resolution = Resolution {
+                    resolved: Arc::clone(&renewed),
+                    again: Some(Again { generation, ..again }),
+                };
+                ctx.with_extensions(|ext| {
+                    ext.get_or_insert_with(TestResolutions::default)
+                        .keep(requested, resolution);
+                });
+                return Ok(renewed);
             }
         }
         None => {}
     }
     let candidate = pick(host, ctx, requested)?;
     let qualified = candidate.qualified();
-    // The requested name can choose the in-process endpoint, so the base is worked out for
-    // every call; the client (and its cookie jar) is the test's one for this name.
+    // Read before the base is worked out, so that a publication meanwhile makes it stale.
+    let published = PublishedAddresses::of(host);
+    let generation = published.generation();
+    // The requested name can choose the in-process endpoint, so the base is worked out per
+    // requested name; the client (and its cookie jar) is the test's one for this name.
     let base = base_address(host, &candidate, requested)?;
     let cached = ctx.with_extensions(|ext| {
         ext.get::<TestClients>()
@@ -498,7 +554,15 @@ pub(crate) fn resolve(
     });
     let fixed = candidate.registration.resolver.is_some() || candidate.registration.base_url.is_some();
     // A registration that cannot be found again (none today) is resolved afresh each time.
-    let again = if fixed { None } else { locate(host, &candidate) };
+    let again = if fixed {
+        None
+    } else {
+        locate(host, &candidate).map(|at| Again {
+            at,
+            published,
+            generation,
+        })
+    };
     if fixed || again.is_some() {
         let resolution = Resolution {
             resolved: Arc::clone(&resolved),
@@ -506,8 +570,7 @@ pub(crate) fn resolve(
         };
         ctx.with_extensions(|ext| {
             ext.get_or_insert_with(TestResolutions::default)
-                .0
-                .push((requested.map(str::to_owned), resolution));
+                .keep(requested, resolution);
         });
     }
     Ok(resolved)

@@ -249,6 +249,12 @@ async fn rule_6_an_address_published_by_a_started_piece_wins_over_configuration(
     // A test that resolved its client before the address was published uses it from then on
     // too: the pick is kept for the test, the base address is not.
     assert_eq!(body(before.rest(), "/x").await, "started /api/x");
+    // The base is kept between requests while nothing is published, and follows the next
+    // publication as it followed the first.
+    assert_eq!(body(before.rest(), "/x").await, "started /api/x");
+    publish_address(run.host(), "orders", &configured).unwrap();
+    assert_eq!(body(before.rest(), "/x").await, "configured /api/x");
+    assert_eq!(body(after.rest(), "/x").await, "configured /api/x");
     let err = publish_address(run.host(), "orders", "/relative")
         .unwrap_err()
         .to_string();
