@@ -368,6 +368,27 @@ mod properties {
         }
 
         #[test]
+        fn the_folded_finder_agrees_with_the_case_folding_automaton(
+            parts in prop::collection::vec(
+                prop_oneof![
+                    "[a-zA-Z_\"{}:, ]{0,40}",
+                    prop::sample::select(DEFAULT_SENSITIVE_JSON_PROPERTIES.to_vec()).prop_map(str::to_owned),
+                    "(PASS|pass|Pass)(WORD|word|Word|wor)",
+                    "(to|TO|tO)(ken|KEN|ke)",
+                ],
+                0..400,
+            ),
+        ) {
+            let names: Vec<String> = DEFAULT_SENSITIVE_JSON_PROPERTIES.iter().map(|n| n.to_ascii_lowercase()).collect();
+            let automaton = NameFinder::Automaton(
+                AhoCorasick::builder().ascii_case_insensitive(true).build(&names).unwrap(),
+            );
+            let folded = NameFinder::new(&names).unwrap();
+            let text = parts.concat();
+            prop_assert_eq!(folded.is_in(text.as_bytes()), automaton.is_in(text.as_bytes()));
+        }
+
+        #[test]
         fn the_text_fallback_takes_any_name_and_value(
             name in "(\\\\u|\\\\|[^\"]){0,12}",
             value in "(\\\\u|\\\\|[^\"]){0,12}",
@@ -395,4 +416,51 @@ mod properties {
             prop_assert!(!echoed.contains(&secret));
         }
     }
+}
+
+#[test]
+fn a_sensitive_name_is_found_across_the_folded_finder_s_chunks() {
+    let names = Names::searchable(&["Password".to_owned(), "api_key".to_owned()]);
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("ssse3") {
+        assert!(
+            matches!(
+                names.finder.as_deref(),
+                Some(NameFinder::Folded { overlap: 7, .. })
+            ),
+            "{:?}",
+            names.finder
+        );
+    }
+    let filler = "x".repeat(3 * FOLD_CHUNK);
+    assert!(!names.may_occur_in(&filler));
+    // Every place a name can sit across the first and second chunks' boundary, and the same
+    // across the second and third, where the chunks start after the overlap.
+    let second = 2 * FOLD_CHUNK - 7;
+    for at in (FOLD_CHUNK - 10..FOLD_CHUNK + 2).chain(second - 10..second + 2) {
+        let mut text = filler.clone();
+        text.replace_range(at..at + 8, "pAsSwOrD");
+        assert!(names.may_occur_in(&text), "a name at byte {at}");
+        text.replace_range(at..at + 8, "pAsSwOrX");
+        assert!(!names.may_occur_in(&text), "no name at byte {at}");
+    }
+    // At the very end, in a text shorter than the SIMD searcher takes, and alone.
+    assert!(names.may_occur_in(&format!("{filler}API_KEY")));
+    assert!(names.may_occur_in("{\"Api_Key\":1}"));
+    assert!(names.may_occur_in("password"));
+    assert!(!names.may_occur_in("passwor"));
+    assert!(!names.may_occur_in(""));
+}
+
+#[test]
+fn names_no_simd_searcher_takes_still_get_a_finder() {
+    // An empty name, and one longer than half a chunk: the automaton finds both.
+    let long = "k".repeat(FOLD_CHUNK);
+    let names = Names::searchable(&["".to_owned()]);
+    assert!(matches!(names.finder.as_deref(), Some(NameFinder::Automaton(_))));
+    assert!(names.may_occur_in("anything"));
+    let names = Names::searchable(&[long.to_uppercase()]);
+    assert!(matches!(names.finder.as_deref(), Some(NameFinder::Automaton(_))));
+    assert!(names.may_occur_in(&format!("x{long}x")));
+    assert!(!names.may_occur_in(&long[1..]));
 }
