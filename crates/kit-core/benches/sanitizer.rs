@@ -31,31 +31,40 @@ fn orders(named: bool) -> Vec<u8> {
     out.into_bytes()
 }
 
-fn bench(c: &mut Criterion) {
-    let body = orders(true);
-    let unnamed = orders(false);
+/// A sanitizer with the default options that knows 100 secrets.
+fn sanitizer() -> Sanitizer {
     let secrets = Arc::new(SecretRegistry::new());
     for n in 0..100 {
         secrets.remember(&format!("known-secret-{n:04}-xyz"));
     }
-    let options = KitHttpAttachmentOptions::default();
-    let sanitizer = Sanitizer::new(&options, secrets);
+    Sanitizer::new(&KitHttpAttachmentOptions::default(), secrets)
+}
+
+fn bench(c: &mut Criterion) {
+    let body = orders(true);
+    let unnamed = orders(false);
+    // Learns the body's 5 000 tokens as secrets on its first pass, as a run would.
+    let learning = sanitizer();
     let mut group = c.benchmark_group("1 MiB JSON");
     group.throughput(Throughput::Bytes(body.len() as u64));
     group.bench_function("serde_json::from_slice (reference)", |b| {
         b.iter(|| black_box(serde_json::from_slice::<serde_json::Value>(black_box(&body)).ok()))
     });
     group.bench_function("sanitizer.body (redact, 100 known secrets, cap 65 536)", |b| {
-        b.iter(|| black_box(sanitizer.body(Some("application/json"), black_box(&body))))
+        b.iter(|| black_box(learning.body(Some("application/json"), black_box(&body))))
     });
-    let uncapped = sanitizer.clone().with_max_body_length(usize::MAX);
+    let uncapped = learning.clone().with_max_body_length(usize::MAX);
     group.bench_function("sanitizer.body (redact, 100 known secrets, no cap)", |b| {
         b.iter(|| black_box(uncapped.body(Some("application/json"), black_box(&body))))
     });
-    // Most bodies name no sensitive property: they pass unchanged once none is found.
-    group.bench_function("sanitizer.body (no sensitive name in it, cap 65 536)", |b| {
-        b.iter(|| black_box(sanitizer.body(Some("application/json"), black_box(&unnamed))))
-    });
+    // Most bodies name no sensitive property: they pass unchanged once none is found. A
+    // sanitizer of its own, which has not learnt the other body's tokens (this body has the
+    // same values under another name, and would be searched for 5 000 more secrets).
+    let fresh = sanitizer();
+    group.bench_function(
+        "sanitizer.body (no sensitive name in it, 100 known secrets, cap 65 536)",
+        |b| b.iter(|| black_box(fresh.body(Some("application/json"), black_box(&unnamed)))),
+    );
     group.finish();
 }
 
