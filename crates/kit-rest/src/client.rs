@@ -415,12 +415,15 @@ fn base_address(
 struct TestResolutions(Vec<(Option<String>, Resolution)>);
 
 impl TestResolutions {
-    /// Keeps `resolution` for `requested`, over any kept before.
-    fn keep(&mut self, requested: Option<&str>, resolution: Resolution) {
-        match self.0.iter_mut().find(|(name, _)| name.as_deref() == requested) {
-            Some((_, kept)) => *kept = resolution,
-            None => self.0.push((requested.map(str::to_owned), resolution)),
-        }
+    /// Keeps `resolution` for `requested` in `ctx`'s test, over any kept before.
+    fn keep(ctx: &KitExecutionContext, requested: Option<&str>, resolution: Resolution) {
+        ctx.with_extensions(|ext| {
+            let kept = &mut ext.get_or_insert_with(TestResolutions::default).0;
+            match kept.iter_mut().find(|(name, _)| name.as_deref() == requested) {
+                Some((_, old)) => *old = resolution,
+                None => kept.push((requested.map(str::to_owned), resolution)),
+            }
+        });
     }
 }
 
@@ -519,10 +522,7 @@ pub(crate) fn resolve(
                     resolved: Arc::clone(&renewed),
                     again: Some(Again { generation, ..again }),
                 };
-                ctx.with_extensions(|ext| {
-                    ext.get_or_insert_with(TestResolutions::default)
-                        .keep(requested, resolution);
-                });
+                TestResolutions::keep(ctx, requested, resolution);
                 return Ok(renewed);
             }
         }
@@ -568,10 +568,7 @@ pub(crate) fn resolve(
             resolved: Arc::clone(&resolved),
             again,
         };
-        ctx.with_extensions(|ext| {
-            ext.get_or_insert_with(TestResolutions::default)
-                .keep(requested, resolution);
-        });
+        TestResolutions::keep(ctx, requested, resolution);
     }
     Ok(resolved)
 }
