@@ -710,7 +710,7 @@ impl PreparedShape {
         json: &[u8],
         options: &ShapeOptions,
     ) -> Result<Option<ShapeReport>, serde_json::Error> {
-        let document: Node<'_> = serde_json::from_slice(json)?;
+        let document = doc::parse(json)?;
         let mut walk = Walk {
             options,
             report: ShapeReport::default(),
