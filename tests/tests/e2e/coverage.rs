@@ -24,24 +24,6 @@ fn openapi_yaml() -> PathBuf {
     workspace_root().join("examples/orders/openapi.yaml")
 }
 
-/// Serves the orders API on 127.0.0.1:0 from a thread of its own; returns its address.
-fn serve_orders() -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let address = listener.local_addr().unwrap();
-    listener.set_nonblocking(true).unwrap();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-            axum::serve(listener, orders_example::router()).await.unwrap();
-        });
-    });
-    format!("http://{address}")
-}
-
 /// The live collectors, kept readable while the bus owns them.
 struct Live {
     rest: SharedCollector<RestCoverageCollector>,
@@ -62,7 +44,7 @@ impl Live {
 /// Runs a small suite against the orders API with the collectors live; returns them and
 /// the run's archive.
 async fn run_suite(results: &Path) -> (Live, PathBuf) {
-    let base = serve_orders();
+    let base = crate::loopback::serve(orders_example::router());
     let mut builder = KitBuilder::new(Configuration::new());
     builder.add_application("orders", |app| {
         app.add_rest(|rest| {

@@ -3,5 +3,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod coverage;
+// The kit's own tests' loopback server, the one helper both test suites need.
+#[path = "../../../crates/kit-rest/tests/common/mod.rs"]
+mod loopback;
 mod runs;
 mod secrets;
