@@ -172,9 +172,7 @@ impl<'a> Reader<'a> {
     /// The members of an object whose `{` is read.
     fn object(&mut self, depth: usize) -> Option<Node<'a>> {
         let start = self.members.len();
-        self.skip_whitespace();
-        if self.bytes.get(self.at) == Some(&b'}') {
-            self.at += 1;
+        if self.closes(b'}') {
             return Some(Node::Object(Vec::new()));
         }
         loop {
@@ -187,10 +185,8 @@ impl<'a> Reader<'a> {
             }
             let value = self.value(depth)?;
             self.members.push((name, value));
-            match self.next_token()? {
-                b',' => {}
-                b'}' => return Some(Node::Object(self.members.split_off(start))),
-                _ => return None,
+            if self.ends_after_element(b'}')? {
+                return Some(Node::Object(self.members.split_off(start)));
             }
         }
     }
@@ -198,19 +194,32 @@ impl<'a> Reader<'a> {
     /// The items of an array whose `[` is read.
     fn array(&mut self, depth: usize) -> Option<Node<'a>> {
         let start = self.items.len();
-        self.skip_whitespace();
-        if self.bytes.get(self.at) == Some(&b']') {
-            self.at += 1;
+        if self.closes(b']') {
             return Some(Node::Array(Vec::new()));
         }
         loop {
             let item = self.value(depth)?;
             self.items.push(item);
-            match self.next_token()? {
-                b',' => {}
-                b']' => return Some(Node::Array(self.items.split_off(start))),
-                _ => return None,
+            if self.ends_after_element(b']')? {
+                return Some(Node::Array(self.items.split_off(start)));
             }
+        }
+    }
+
+    /// Whether the object or array just opened ends at once (its `close` is then read).
+    fn closes(&mut self, close: u8) -> bool {
+        self.skip_whitespace();
+        let closes = self.bytes.get(self.at) == Some(&close);
+        self.at += usize::from(closes);
+        closes
+    }
+
+    /// After a member or an item: whether `close` ends the object or array (`Some(false)` at a
+    /// comma, `None` at anything else).
+    fn ends_after_element(&mut self, close: u8) -> Option<bool> {
+        match self.next_token()? {
+            b',' => Some(false),
+            byte => (byte == close).then_some(true),
         }
     }
 
