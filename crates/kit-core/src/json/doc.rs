@@ -13,6 +13,7 @@ use std::fmt;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
+use super::number::{self, NumberToken};
 use super::swar;
 
 /// One value of a document.
@@ -283,38 +284,15 @@ impl<'a> Reader<'a> {
     /// serde_json alone.
     fn number(&mut self, start: usize) -> Option<Node<'a>> {
         let bytes = self.bytes;
-        let negative = bytes[start] == b'-';
-        let digits = start + usize::from(negative);
-        let integer_end = match bytes.get(digits)? {
-            b'0' => digits + 1,
-            b'1'..=b'9' => skip_digits(bytes, digits),
-            _ => return None,
-        };
-        let mut at = integer_end;
-        let mut fraction = at..at;
-        if bytes.get(at) == Some(&b'.') {
-            at = skip_digits(bytes, at + 1);
-            fraction = integer_end + 1..at;
-            if fraction.is_empty() {
-                return None;
-            }
-        }
-        let mut exponent = None;
-        if let Some(b'e' | b'E') = bytes.get(at) {
-            at += 1;
-            let exponent_negative = bytes.get(at) == Some(&b'-');
-            if let Some(b'+' | b'-') = bytes.get(at) {
-                at += 1;
-            }
-            let from = at;
-            at = skip_digits(bytes, from);
-            if at == from {
-                return None;
-            }
-            exponent = Some((exponent_negative, from..at));
-        }
-        self.at = at;
-        let integer = &bytes[digits..integer_end];
+        let NumberToken {
+            negative,
+            integer,
+            fraction,
+            exponent,
+            end,
+        } = number::number(bytes, start)?;
+        self.at = end;
+        let integer = &bytes[integer];
         let fraction = &bytes[fraction];
         // Eighteen digits fit a u64, and an i64 when negated.
         if integer.len() + fraction.len() <= 18 {
@@ -354,7 +332,7 @@ impl<'a> Reader<'a> {
                 }
             }
         }
-        serde_json::from_slice(&bytes[start..at]).ok()
+        serde_json::from_slice(&bytes[start..end]).ok()
     }
 }
 
@@ -363,13 +341,6 @@ const POW10: [f64; 23] = [
     1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18,
     1e19, 1e20, 1e21, 1e22,
 ];
-
-fn skip_digits(bytes: &[u8], mut at: usize) -> usize {
-    while let Some(b'0'..=b'9') = bytes.get(at) {
-        at += 1;
-    }
-    at
-}
 
 /// Four hexadecimal digits, either case, as the code they spell.
 fn hex4(digits: &[u8]) -> Option<u32> {

@@ -4,6 +4,7 @@
 mod bind;
 mod doc;
 mod matchers;
+pub(crate) mod number;
 mod path;
 mod shape;
 

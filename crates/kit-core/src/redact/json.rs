@@ -112,42 +112,9 @@ impl<'a> Scanner<'a> {
     }
 
     fn number(&mut self) -> Result<(), NotJson> {
-        let b = self.bytes;
-        let mut i = self.pos;
-        if b.get(i) == Some(&b'-') {
-            i += 1;
-        }
-        match b.get(i) {
-            Some(b'0') => i += 1,
-            Some(b'1'..=b'9') => {
-                while b.get(i).is_some_and(u8::is_ascii_digit) {
-                    i += 1;
-                }
-            }
-            _ => return Err(NotJson),
-        }
-        if b.get(i) == Some(&b'.') {
-            i += 1;
-            if !b.get(i).is_some_and(u8::is_ascii_digit) {
-                return Err(NotJson);
-            }
-            while b.get(i).is_some_and(u8::is_ascii_digit) {
-                i += 1;
-            }
-        }
-        if matches!(b.get(i), Some(b'e' | b'E')) {
-            i += 1;
-            if matches!(b.get(i), Some(b'+' | b'-')) {
-                i += 1;
-            }
-            if !b.get(i).is_some_and(u8::is_ascii_digit) {
-                return Err(NotJson);
-            }
-            while b.get(i).is_some_and(u8::is_ascii_digit) {
-                i += 1;
-            }
-        }
-        self.pos = i;
+        self.pos = crate::json::number::number(self.bytes, self.pos)
+            .ok_or(NotJson)?
+            .end;
         Ok(())
     }
 }
