@@ -53,6 +53,16 @@ struct Scanner<'a> {
 }
 
 impl<'a> Scanner<'a> {
+    /// The document's top-level value has ended: only whitespace may follow it.
+    fn end(mut self) -> Result<Cow<'a, str>, NotJson> {
+        self.skip_ws();
+        if self.pos == self.bytes.len() {
+            Ok(self.finish())
+        } else {
+            Err(NotJson)
+        }
+    }
+
     /// The text with its redactions.
     fn finish(mut self) -> Cow<'a, str> {
         if self.copied == 0 {
@@ -263,12 +273,7 @@ pub(crate) fn redact_json<'t>(
                 _ => return Err(NotJson),
             }
             if stack.is_empty() {
-                s.skip_ws();
-                return if s.pos == s.bytes.len() {
-                    Ok(s.finish())
-                } else {
-                    Err(NotJson)
-                };
+                return s.end();
             }
             s.skip_ws();
             continue;
@@ -284,12 +289,7 @@ pub(crate) fn redact_json<'t>(
                     stack.pop();
                     complete_value(&mut s, &mut stack);
                     if stack.is_empty() {
-                        s.skip_ws();
-                        return if s.pos == s.bytes.len() {
-                            Ok(s.finish())
-                        } else {
-                            Err(NotJson)
-                        };
+                        return s.end();
                     }
                 }
                 (ObjectState::KeyOrEnd | ObjectState::Key, Some(b'"')) => {
@@ -313,12 +313,7 @@ pub(crate) fn redact_json<'t>(
                     stack.pop();
                     complete_value(&mut s, &mut stack);
                     if stack.is_empty() {
-                        s.skip_ws();
-                        return if s.pos == s.bytes.len() {
-                            Ok(s.finish())
-                        } else {
-                            Err(NotJson)
-                        };
+                        return s.end();
                     }
                 }
                 (ArrayState::CommaOrEnd, Some(b',')) => {

@@ -172,6 +172,25 @@ fn rule_6_malformed_json_redacts_quoted_strings_only() {
     );
 }
 
+/// A body with more after its first value (newline-delimited JSON, a log of documents) is not
+/// one JSON document: a secret in a later value is redacted all the same.
+#[test]
+fn rule_6_a_body_of_several_json_documents_redacts_every_one() {
+    let s = sanitizer();
+    let body = "{\"id\": 1, \"user\": \"ada\"}\n{\"id\": 2, \"password\": \"second-line-secret\"}\n";
+    let out = s.body(Some("application/json"), body.as_bytes());
+    assert!(!out.contains("second-line-secret"), "{out}");
+    assert!(out.contains("\"user\": \"ada\""), "{out}");
+    let out = s.body(Some("application/x-ndjson"), body.as_bytes());
+    assert!(!out.contains("second-line-secret"), "{out}");
+    // Whitespace after a single document keeps it a document, redacted as one.
+    let single = "{\"password\": 12345678901}  \n";
+    assert_eq!(
+        s.body(Some("application/json"), single.as_bytes()),
+        "{\"password\": \"[REDACTED]\"}  \n"
+    );
+}
+
 #[test]
 fn rule_7_bodies_are_cut_with_the_exact_marker() {
     let mut options = KitHttpAttachmentOptions::default();
