@@ -104,8 +104,8 @@ impl<'a> Scanner<'a> {
                     }
                     _ => return Err(NotJson),
                 },
-                Some(b) if *b < 0x20 => return Err(NotJson),
-                Some(_) => self.pos += 1,
+                // Nothing else stops `next_special`: a control character, which JSON escapes.
+                Some(_) => return Err(NotJson),
             }
         }
         self.pos += 1;

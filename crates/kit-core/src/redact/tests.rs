@@ -103,6 +103,24 @@ fn rule_4_json_properties_at_any_depth_with_duplicate_keys_keep_the_document() {
     );
 }
 
+/// Escaped strings keep a body a JSON document, so its sensitive members are redacted whole,
+/// numbers included, which the text fallback (quoted strings only) would not do; a name
+/// written as a surrogate pair is the character the pair makes.
+#[test]
+fn rule_4_escapes_and_surrogate_pairs_keep_the_document() {
+    let mut options = KitHttpAttachmentOptions::default();
+    options.sensitive_json_properties.push("🔑".into());
+    let s = Sanitizer::new(&options, Arc::new(SecretRegistry::new()));
+    let body = r#"{"note": "a \"quoted\" line\nand a back\\slash\/ \b\f\r\t", "token": 12345678901,
+        "\ud83d\udd11": 98765432109, "\ud83d\u0041": 5, "\ud83d\n": 6, "\ud83d": 7, "empty": [], "no": false}"#;
+    let out = s.body(Some("application/json"), body.as_bytes());
+    assert_eq!(
+        out,
+        r#"{"note": "a \"quoted\" line\nand a back\\slash\/ \b\f\r\t", "token": "[REDACTED]",
+        "\ud83d\udd11": "[REDACTED]", "\ud83d\u0041": 5, "\ud83d\n": 6, "\ud83d": 7, "empty": [], "no": false}"#
+    );
+}
+
 #[test]
 fn rule_5_a_form_body_is_redacted_by_field_name() {
     let s = sanitizer();
@@ -189,6 +207,19 @@ fn rule_6_a_body_of_several_json_documents_redacts_every_one() {
         s.body(Some("application/json"), single.as_bytes()),
         "{\"password\": \"[REDACTED]\"}  \n"
     );
+}
+
+/// A trailing comma makes a body malformed, however much of it reads as JSON.
+#[test]
+fn rule_6_a_trailing_comma_sends_the_body_to_the_fallback() {
+    let s = sanitizer();
+    for list in ["[1,]", "{\"a\": 1,}"] {
+        let body = format!(r#"{{"list": {list}, "token": 12345678901, "password": "p-secret"}}"#);
+        assert_eq!(
+            s.body(Some("application/json"), body.as_bytes()),
+            format!(r#"{{"list": {list}, "token": 12345678901, "password": "[REDACTED]"}}"#)
+        );
+    }
 }
 
 #[test]
