@@ -43,6 +43,22 @@ fn rule_1_sensitive_headers_are_redacted_case_insensitively_and_repeats_joined()
         s.text("abc123456789 / dark-mode-on / eyJhbGciOi.secret.token"),
         "[REDACTED] / [REDACTED] / [REDACTED]"
     );
+    // Every cookie a request sends is a secret; a Set-Cookie's attributes are not.
+    assert_eq!(
+        s.header("Cookie", &["a=first-cookie-1; b=second-cookie-2"]),
+        "[REDACTED]"
+    );
+    assert_eq!(
+        s.header(
+            "Set-Cookie",
+            &["sid=session-value-3; Domain=shop.example.com; Path=/"]
+        ),
+        "[REDACTED]"
+    );
+    assert_eq!(
+        s.text("first-cookie-1 second-cookie-2 session-value-3 shop.example.com"),
+        "[REDACTED] [REDACTED] [REDACTED] shop.example.com"
+    );
 }
 
 #[test]
@@ -125,6 +141,20 @@ fn rule_4_escapes_and_surrogate_pairs_keep_the_document() {
         out,
         r#"{"note": "a \"quoted\" line\nand a back\\slash\/ \b\f\r\t", "token": "[REDACTED]",
         "\ud83d\udd11": "[REDACTED]", "\ud83d\u0041": 5, "\ud83d\n": 6, "\ud83d": 7, "empty": [], "no": false}"#
+    );
+}
+
+/// The document's only sensitive name is escaped: no name is written in it as it is compared,
+/// and it is scanned all the same.
+#[test]
+fn rule_4_a_name_written_only_with_escapes_is_found() {
+    let s = sanitizer();
+    assert_eq!(
+        s.body(
+            Some("application/json"),
+            br#"{"pass\u0077ord": 12345678901, "n": 1}"#
+        ),
+        r#"{"pass\u0077ord": "[REDACTED]", "n": 1}"#
     );
 }
 
@@ -281,6 +311,23 @@ fn bodies_without_a_content_type_are_recognised() {
         s.body(None, b"plain words, nothing to hide"),
         "plain words, nothing to hide"
     );
+    // Named multipart by its content, not by a mention of the header.
+    assert_eq!(
+        s.body(None, b"a=1&secret=s2&note=Content-Disposition"),
+        "a=1&secret=[REDACTED]&note=Content-Disposition"
+    );
+}
+
+/// A content type decides the kind over what the text looks like: a form whose values have
+/// spaces in them reads as plain text.
+#[test]
+fn a_content_type_decides_the_kind_of_a_body() {
+    let s = sanitizer();
+    let form = b"note=hello world&password=form-secret-1";
+    assert_eq!(
+        s.body(Some("Application/X-WWW-Form-Urlencoded; charset=utf-8"), form),
+        "note=hello world&password=[REDACTED]"
+    );
 }
 
 #[test]
@@ -325,6 +372,29 @@ fn fuzz_found_a_multibyte_character_after_a_unicode_escape_in_the_fallback() {
     let out = sanitizer().body(None, body);
     assert!(!out.is_empty());
     let _ = sanitizer().text(r#"{"pa\uéééé": "x", "b\u00": "y"}"#);
+}
+
+/// Rules of one name, or of names of one length: the length filter in front of the lookup
+/// still lets them through.
+#[test]
+fn rules_of_names_of_one_length_match_them() {
+    let mut options = KitHttpAttachmentOptions::default();
+    options.sensitive_json_properties = vec!["ssn".into(), "pin".into()];
+    options.sensitive_query_parameters = vec!["sig".into()];
+    options.sensitive_headers = vec!["X-Key".into()];
+    let s = Sanitizer::new(&options, Arc::new(SecretRegistry::new()));
+    assert_eq!(
+        s.body(Some("application/json"), br#"{"SSN": 1, "pin": 2, "name": 3}"#),
+        r#"{"SSN": "[REDACTED]", "pin": "[REDACTED]", "name": 3}"#
+    );
+    assert_eq!(s.url("/x?sig=abc&page=2"), "/x?sig=[REDACTED]&page=2");
+    assert_eq!(s.header("x-key", &["k"]), "[REDACTED]");
+    let rules = |json: &[&str]| {
+        let json: Vec<String> = json.iter().map(|n| (*n).to_owned()).collect();
+        Rules::new(&[], &[], &json)
+    };
+    assert_eq!(rules(&["ssn", "Pin"]), rules(&["SSN", "pin"]));
+    assert_ne!(rules(&["ssn"]), rules(&["pin"]));
 }
 
 #[test]
