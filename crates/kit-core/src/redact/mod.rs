@@ -77,6 +77,11 @@ struct Names {
 /// How many bytes of a text [`NameFinder::Folded`] lower-cases at a time.
 const FOLD_CHUNK: usize = 4096;
 
+/// How many multipart bodies deep a part is still read part by part. Mail and batch APIs nest
+/// a level or two; deeper, the text fallback reads the rest, so a hostile depth costs no stack
+/// (each level is a frame of `structured` and of the multipart reader).
+const MULTIPART_NESTING: u8 = 8;
+
 /// Finds any of a set of lower-cased names in a text, ASCII case aside.
 #[derive(Debug)]
 enum NameFinder {
@@ -593,6 +598,7 @@ impl Sanitizer {
         }
     }
 
+    /// `text` redacted as its kind; `depth` counts the multipart bodies it is inside.
     fn structured<'t>(&self, content_type: Option<&str>, text: &'t str, depth: u8) -> Cow<'t, str> {
         let rules = &*self.rules;
         let mut found = self.remember();
@@ -605,7 +611,7 @@ impl Sanitizer {
                 &|n| rules.is_sensitive_json_property(n),
                 &mut found,
             )),
-            BodyKind::Multipart(boundary) if depth == 0 => {
+            BodyKind::Multipart(boundary) if depth < MULTIPART_NESTING => {
                 // A part with a type of its own is redacted as that type; a plain field is kept.
                 let mut inner = |ct: Option<&str>, part: &str| match ct {
                     Some(ct) => self.structured(Some(ct), part, depth + 1).into_owned(),

@@ -459,6 +459,24 @@ mod tests {
         }
     }
 
+    /// Two texts of one length with one rolling hash: the salted SHA-256 tells them apart.
+    #[test]
+    fn the_scanner_confirms_a_candidate_before_it_reports_it() {
+        let (secret, twin) = ("02X66Rem0krX", "XbZpAbuaDYwz");
+        assert_eq!(rolling_hash(secret.as_bytes()), rolling_hash(twin.as_bytes()));
+        let r = SecretRegistry::new();
+        assert!(r.is_empty());
+        assert!(r.remember(secret));
+        assert_eq!((r.len(), r.is_empty()), (1, false));
+        let mut scanner = LeakScanner::new();
+        for f in r.fingerprints_from(0).0 {
+            scanner.add_fingerprint(&r.salt(), f);
+        }
+        assert!(scanner.find(format!("a {twin} b").as_bytes()).is_none());
+        let leak = scanner.find(format!("a {secret} b").as_bytes()).unwrap();
+        assert_eq!((leak.offset, leak.len), (2, secret.len()));
+    }
+
     #[test]
     fn fingerprint_sets_round_trip_through_json() {
         let set = FingerprintSet {

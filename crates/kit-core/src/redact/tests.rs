@@ -191,6 +191,46 @@ fn rule_5_a_multipart_body_is_redacted_by_part_name() {
     );
 }
 
+/// A multipart body `levels` deep: each part but the last is itself multipart, and the last
+/// holds a `password` field.
+fn nested_multipart(levels: usize) -> String {
+    let mut body = format!(
+        "--b{levels}\r\nContent-Disposition: form-data; name=\"password\"\r\n\r\nnested-secret-{levels}\r\n--b{levels}--\r\n"
+    );
+    for level in (1..levels).rev() {
+        body = format!(
+            "--b{level}\r\nContent-Type: multipart/mixed; boundary=b{}\r\n\r\n{body}\r\n--b{level}--\r\n",
+            level + 1
+        );
+    }
+    body
+}
+
+/// Multipart within multipart is redacted part by part a few levels deep (mail and batch
+/// APIs nest it); deeper than that the text fallback reads it, so a hostile depth costs no
+/// stack.
+#[test]
+fn rule_5_nested_multipart_is_redacted_and_its_depth_bounded() {
+    let s = sanitizer();
+    for levels in 1..=4 {
+        let out = s.body(
+            Some("multipart/mixed; boundary=b1"),
+            nested_multipart(levels).as_bytes(),
+        );
+        assert!(
+            !out.contains(&format!("nested-secret-{levels}")),
+            "{levels} levels: {out}"
+        );
+        assert!(
+            out.contains("name=\"password\"\r\n\r\n[REDACTED]\r\n"),
+            "{levels} levels: {out}"
+        );
+    }
+    let deep = nested_multipart(10_000);
+    let out = s.body(Some("multipart/mixed; boundary=b1"), deep.as_bytes());
+    assert!(out.starts_with("--b1\r\n"));
+}
+
 #[test]
 fn rule_5_an_xml_document_is_redacted_by_element_and_attribute() {
     let s = sanitizer();
