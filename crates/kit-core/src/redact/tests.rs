@@ -305,6 +305,36 @@ fn rule_6_a_body_that_is_almost_json_goes_to_the_fallback() {
     }
 }
 
+/// A body that is not UTF-8 is kept as its bytes, base64 encoded, with known secrets replaced
+/// in the bytes themselves.
+#[test]
+fn a_binary_body_keeps_its_bytes_but_not_a_known_secret() {
+    use base64::Engine as _;
+    let s = sanitizer();
+    assert_eq!(
+        s.header("Authorization", &["Bearer binary-known-secret"]),
+        "[REDACTED]"
+    );
+    let decode = |recorded: RecordedBody| {
+        assert!(recorded.base64);
+        base64::engine::general_purpose::STANDARD
+            .decode(recorded.text)
+            .unwrap()
+    };
+    let plain = [0xff, 0xfe, 0x00, b'a', 0x80];
+    assert_eq!(decode(s.recorded_body(None, &plain)), plain);
+    let mut leaky = plain.to_vec();
+    leaky.extend_from_slice(b"binary-known-secret");
+    leaky.push(0xff);
+    let mut expected = plain.to_vec();
+    expected.extend_from_slice(b"[REDACTED]");
+    expected.push(0xff);
+    assert_eq!(
+        decode(s.recorded_body(Some("application/octet-stream"), &leaky)),
+        expected
+    );
+}
+
 #[test]
 fn rule_7_bodies_are_cut_with_the_exact_marker() {
     let mut options = KitHttpAttachmentOptions::default();
