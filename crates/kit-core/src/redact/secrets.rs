@@ -477,6 +477,32 @@ mod tests {
         assert_eq!((leak.offset, leak.len), (2, secret.len()));
     }
 
+    /// Secrets given in clear: the earliest leak wins whatever the order the lengths are
+    /// tried in, a text as long as a secret can be it, and a shorter one is no error.
+    #[test]
+    fn the_scanner_reports_the_earliest_leak_of_secrets_given_in_clear() {
+        let secrets: Vec<String> = (10..18)
+            .map(|len| format!("{len}{}", "k".repeat(len - 2)))
+            .collect();
+        // Longest first, so each secret starts before every shorter one.
+        let text: String = secrets.iter().rev().map(|s| format!("..{s}")).collect();
+        // Each scanner's tables iterate in an order of their own.
+        for _ in 0..8 {
+            let mut scanner = LeakScanner::new();
+            assert!(scanner.is_empty());
+            scanner.add_secret(b"");
+            assert!(scanner.is_empty());
+            for s in &secrets {
+                scanner.add_secret(s.as_bytes());
+            }
+            assert_eq!((scanner.len(), scanner.is_empty()), (8, false));
+            let leak = scanner.find(text.as_bytes()).unwrap();
+            assert_eq!((leak.offset, leak.len), (2, 17));
+            assert_eq!(scanner.find(secrets[0].as_bytes()).map(|l| l.offset), Some(0));
+            assert!(scanner.find(b"short").is_none());
+        }
+    }
+
     #[test]
     fn fingerprint_sets_round_trip_through_json() {
         let set = FingerprintSet {

@@ -372,6 +372,11 @@ fn bodies_without_a_content_type_are_recognised() {
         s.body(None, br#"  {"token":"sniffed-json"}"#),
         r#"  {"token":"[REDACTED]"}"#
     );
+    // Read as JSON, not as text: a number is redacted too.
+    assert_eq!(
+        s.body(None, br#"[{"token": 12345678901}]"#),
+        r#"[{"token": "[REDACTED]"}]"#
+    );
     assert_eq!(
         s.body(None, b"<a password=\"x\"/>"),
         "<a password=\"[REDACTED]\"/>"
@@ -398,6 +403,12 @@ fn a_content_type_decides_the_kind_of_a_body() {
         s.body(Some("Application/X-WWW-Form-Urlencoded; charset=utf-8"), form),
         "note=hello world&password=[REDACTED]"
     );
+    // A byte-order mark hides what a document is from its first character, not from its type.
+    let xml = "\u{feff}<r><password>bom-xml-secret</password></r>";
+    for content_type in ["application/xml", "text/xml", "application/soap+xml"] {
+        let out = s.body(Some(content_type), xml.as_bytes());
+        assert!(!out.contains("bom-xml-secret"), "{content_type}: {out}");
+    }
 }
 
 #[test]
