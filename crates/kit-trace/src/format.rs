@@ -266,8 +266,27 @@ mod tests {
             EntryPath::parse(&segment_path(&run, test, 7)),
             EntryPath::Segment(run.clone(), test, 7)
         );
-        assert_eq!(EntryPath::parse(&manifest_path(&run)), EntryPath::Manifest(run));
+        assert_eq!(
+            EntryPath::parse(&manifest_path(&run)),
+            EntryPath::Manifest(run.clone())
+        );
+        assert_eq!(
+            EntryPath::parse(&secrets_path(&run, "w-1", 3)),
+            EntryPath::Secrets(run.clone())
+        );
+        assert_eq!(
+            EntryPath::parse("runs/r-1/secrets/w-1-0003.txt"),
+            EntryPath::Other
+        );
         let hex = "ab".repeat(32);
+        // A blob's name is its whole SHA-256 in hex, under a folder of its first two digits.
+        for bad in [
+            format!("blobs/sha256/cd/{hex}"),
+            format!("blobs/sha256/ab/{}", &hex[..62]),
+            format!("blobs/sha256/ab/ab{}", "zz".repeat(31)),
+        ] {
+            assert_eq!(EntryPath::parse(&bad), EntryPath::Other, "{bad}");
+        }
         assert_eq!(EntryPath::parse(&blob_path(&hex)), EntryPath::Blob(hex));
         assert_eq!(
             EntryPath::parse("runs/r/tests/not-a-uuid/0000.jsonl"),

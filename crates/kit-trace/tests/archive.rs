@@ -418,6 +418,71 @@ fn large_attachments_become_deduplicated_blobs() {
     );
 }
 
+/// Entries past a mebibyte, each well below its reader's cap, read back whole: a segment of
+/// several MiB, a 2 MiB blob, and the fingerprints of 200 secrets.
+#[test]
+fn entries_past_a_mebibyte_read_back_whole_below_their_caps() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_id = RunId::new("r-big").unwrap();
+    let secrets = std::sync::Arc::new(SecretRegistry::new());
+    for i in 0..200 {
+        assert!(secrets.remember(&format!("remembered-secret-{i:04}")));
+    }
+    let writer = ArchiveWriter::with_options(
+        dir.path(),
+        RunManifest::new(run_id.clone(), "cargo-test"),
+        WriterOptions::default(),
+    )
+    .unwrap()
+    .with_secrets(std::sync::Arc::clone(&secrets));
+    let path = writer.path().to_owned();
+    let bus = Bus::builder().collector(writer).start();
+    let host = KitBuilder::new(Configuration::new()).build().unwrap().host;
+    let run = KitRun::new(host, bus, run_id);
+
+    run_test(&run, "long", 8_000, TestOutcome::Passed);
+    let body: Vec<u8> = (0..2 * 1024 * 1024u32).map(|i| (i % 251) as u8).collect();
+    let ctx = run.begin_test(TestStarted::new("blob"));
+    ctx.attach(
+        None,
+        Attachment::new("download", "application/octet-stream", body.clone()),
+    );
+    ctx.finish(TestOutcome::Passed).unwrap();
+
+    let mut zip = zip::ZipArchive::new(File::open(&path).unwrap()).unwrap();
+    let mut largest_segment = 0;
+    for i in 0..zip.len() {
+        let entry = zip.by_index(i).unwrap();
+        if entry.name().unwrap().ends_with(".jsonl") {
+            largest_segment = largest_segment.max(entry.size());
+        }
+    }
+    assert!(largest_segment > 2 * 1024 * 1024, "{largest_segment} bytes");
+
+    let mut reader = ArchiveReader::open(&path).unwrap();
+    let tests: Vec<TestRecord> = reader.tests().collect::<Result<_, _>>().unwrap();
+    assert_eq!(tests[0].events.len(), 2 + 8_000 * 3);
+    let sha = tests[1]
+        .events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::Attachment(a) => match &a.content {
+                AttachmentContent::Blob { sha256, .. } => Some(sha256.clone()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(reader.blob(&sha).unwrap(), body);
+    let fingerprints: usize = reader
+        .secret_fingerprints()
+        .unwrap()
+        .iter()
+        .map(|set| set.fingerprints.len())
+        .sum();
+    assert_eq!(fingerprints, 200);
+}
+
 #[test]
 fn small_attachments_stay_in_their_event_as_text_or_base64() {
     let dir = tempfile::tempdir().unwrap();
