@@ -750,6 +750,22 @@ fn damaged_entry_data_is_refused_with_the_entry_and_the_reason() {
     let err = read(&path, &run, test);
     assert!(err.contains("0000.jsonl") && err.contains("ends early"), "{err}");
 
+    // A size that lies low: both headers declare a tenth of what the stream inflates to. The
+    // output grows past the declared size, under the cap, and the entry reads as damaged.
+    let path = dir.path().join("low.kittrace");
+    let (run, test, start) = one_segment(&path, zip::CompressionMethod::Deflated);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let local = start - 30 - format::segment_path(&run, test, 0).len();
+    let central = bytes.windows(4).rposition(|w| w == b"PK\x01\x02").unwrap();
+    let size = u32::from_le_bytes(bytes[local + 22..local + 26].try_into().unwrap());
+    for at in [local + 22, central + 24] {
+        bytes[at..at + 4].copy_from_slice(&(size / 10).to_le_bytes());
+    }
+    std::fs::write(&path, bytes).unwrap();
+    let err = read(&path, &run, test);
+    assert!(err.contains("0000.jsonl") && err.contains("is damaged"), "{err}");
+    assert!(!err.contains("larger"), "{err}");
+
     // A method kittrace never writes (the local header's and the directory's both say 12).
     let path = dir.path().join("bzip2.kittrace");
     let (run, test, start) = one_segment(&path, zip::CompressionMethod::Stored);
