@@ -668,6 +668,33 @@ fn a_zip_bomb_stops_at_the_cap_whether_or_not_it_declares_its_size() {
     assert!(err.contains("is damaged") || err.contains("larger than"), "{err}");
 }
 
+/// The cap is the largest size read, not the first refused: an entry exactly at it reads.
+#[test]
+fn an_entry_exactly_at_the_cap_reads_and_one_byte_over_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for method in [zip::CompressionMethod::Stored, zip::CompressionMethod::Deflated] {
+        let path = dir.path().join(format!("{method:?}.kittrace"));
+        let (run, test, _) = one_segment(&path, method);
+        let mut zip = zip::ZipArchive::new(File::open(&path).unwrap()).unwrap();
+        let size = zip.by_index(2).unwrap().size();
+        let at = ReaderLimits::default().with_max_segment_bytes(size);
+        let mut reader = ArchiveReader::open_with(&path, at).unwrap();
+        // The segment is read whole; only its padding, which is not an event, is refused.
+        let err = reader.read_test(&run, test).unwrap_err().to_string();
+        assert!(
+            err.contains("0000.jsonl:2 ") && !err.contains("larger"),
+            "{method:?}: {err}"
+        );
+        let under = ReaderLimits::default().with_max_segment_bytes(size - 1);
+        let mut reader = ArchiveReader::open_with(&path, under).unwrap();
+        let err = reader.read_test(&run, test).unwrap_err().to_string();
+        assert!(
+            err.contains(&format!("larger than the {} bytes", size - 1)),
+            "{method:?}: {err}"
+        );
+    }
+}
+
 /// An archive of one test whose segment is stored with `method`, and where its data begins.
 fn one_segment(path: &Path, method: zip::CompressionMethod) -> (RunId, TestId, usize) {
     let run = RunId::new("damaged").unwrap();
