@@ -763,17 +763,24 @@ fn damaged_entry_data_is_refused_with_the_entry_and_the_reason() {
         );
     }
 
+    // Changes one size the segment declares, in both its local header and its directory
+    // record (`at`: the field's offset in each).
+    let redeclare =
+        |path: &Path, run: &RunId, test: TestId, start: usize, at: (usize, usize), change: fn(u32) -> u32| {
+            let mut bytes = std::fs::read(path).unwrap();
+            let local = start - 30 - format::segment_path(run, test, 0).len() + at.0;
+            let central = bytes.windows(4).rposition(|w| w == b"PK\x01\x02").unwrap() + at.1;
+            let declared = u32::from_le_bytes(bytes[local..local + 4].try_into().unwrap());
+            for field in [local, central] {
+                bytes[field..field + 4].copy_from_slice(&change(declared).to_le_bytes());
+            }
+            std::fs::write(path, bytes).unwrap();
+        };
+
     // A deflate stream cut short: both headers declare half the stored bytes.
     let path = dir.path().join("cut.kittrace");
     let (run, test, start) = one_segment(&path, zip::CompressionMethod::Deflated);
-    let mut bytes = std::fs::read(&path).unwrap();
-    let local = start - 30 - format::segment_path(&run, test, 0).len();
-    let central = bytes.windows(4).rposition(|w| w == b"PK\x01\x02").unwrap();
-    let stored = u32::from_le_bytes(bytes[local + 18..local + 22].try_into().unwrap());
-    for at in [local + 18, central + 20] {
-        bytes[at..at + 4].copy_from_slice(&(stored / 2).to_le_bytes());
-    }
-    std::fs::write(&path, bytes).unwrap();
+    redeclare(&path, &run, test, start, (18, 20), |stored| stored / 2);
     let err = read(&path, &run, test);
     assert!(err.contains("0000.jsonl") && err.contains("ends early"), "{err}");
 
@@ -781,14 +788,7 @@ fn damaged_entry_data_is_refused_with_the_entry_and_the_reason() {
     // output grows past the declared size, under the cap, and the entry reads as damaged.
     let path = dir.path().join("low.kittrace");
     let (run, test, start) = one_segment(&path, zip::CompressionMethod::Deflated);
-    let mut bytes = std::fs::read(&path).unwrap();
-    let local = start - 30 - format::segment_path(&run, test, 0).len();
-    let central = bytes.windows(4).rposition(|w| w == b"PK\x01\x02").unwrap();
-    let size = u32::from_le_bytes(bytes[local + 22..local + 26].try_into().unwrap());
-    for at in [local + 22, central + 24] {
-        bytes[at..at + 4].copy_from_slice(&(size / 10).to_le_bytes());
-    }
-    std::fs::write(&path, bytes).unwrap();
+    redeclare(&path, &run, test, start, (22, 24), |size| size / 10);
     let err = read(&path, &run, test);
     assert!(err.contains("0000.jsonl") && err.contains("is damaged"), "{err}");
     assert!(!err.contains("larger"), "{err}");
