@@ -47,6 +47,18 @@ fn run_test(run: &KitRun, name: &str, requests: usize, outcome: TestOutcome) -> 
     ctx.test_id()
 }
 
+/// A test's attachments, in order.
+fn attachments(record: &TestRecord) -> Vec<Attachment> {
+    record
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Attachment(a) => Some(a.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 fn read_all(path: &Path) -> Vec<TestRecord> {
     ArchiveReader::open(path)
         .unwrap()
@@ -391,6 +403,8 @@ fn large_attachments_become_deduplicated_blobs() {
         ctx.finish(TestOutcome::Passed).unwrap();
     }
     let mut reader = ArchiveReader::open(&path).unwrap();
+    assert_eq!(reader.test_count(), 2);
+    assert_eq!(reader.tests().size_hint(), (2, Some(2)));
     let tests: Vec<TestRecord> = reader.tests().collect::<Result<_, _>>().unwrap();
     let sha = tests[0]
         .events
@@ -409,6 +423,8 @@ fn large_attachments_become_deduplicated_blobs() {
         })
         .unwrap();
     assert_eq!(reader.blob(&sha).unwrap(), body);
+    let second = &attachments(&tests[1])[0];
+    assert_eq!(reader.attachment_bytes(second).unwrap(), body);
     let zip = zip::ZipArchive::new(File::open(&path).unwrap()).unwrap();
     assert_eq!(
         zip.file_names()
@@ -416,6 +432,7 @@ fn large_attachments_become_deduplicated_blobs() {
             .count(),
         1
     );
+    assert_eq!(reader.entry_count(), zip.len());
 }
 
 /// Entries past a mebibyte, each well below its reader's cap, read back whole: a segment of
@@ -519,14 +536,7 @@ fn small_attachments_stay_in_their_event_as_text_or_base64() {
 
     let mut reader = ArchiveReader::open(&path).unwrap();
     let record = reader.tests().next().unwrap().unwrap();
-    let attachments: Vec<Attachment> = record
-        .events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::Attachment(a) => Some(a.clone()),
-            _ => None,
-        })
-        .collect();
+    let attachments = attachments(&record);
     assert_eq!(attachments.len(), 2);
     assert_eq!(reader.attachment_bytes(&attachments[0]).unwrap(), text);
     assert_eq!(reader.attachment_bytes(&attachments[1]).unwrap(), binary);
@@ -908,6 +918,24 @@ fn a_damaged_event_line_names_the_entry_and_line() {
     let err = reader.read_test(&run, test).unwrap_err().to_string();
     assert!(
         err.contains(&format!("runs/bad/tests/{test}/0000.jsonl:2")),
+        "{err}"
+    );
+
+    // Bytes that are not UTF-8 on the third line: the line is counted in the bytes.
+    let mut segment = segment.replace("{not json", "{}").into_bytes();
+    segment.extend_from_slice(b"\xff\xfe\n");
+    write_zip(
+        &path,
+        &[
+            ("mimetype", b"application/vnd.kit.trace+zip"),
+            (&format::manifest_path(&run), &manifest),
+            (&format::segment_path(&run, test, 0), &segment),
+        ],
+    );
+    let mut reader = ArchiveReader::open(&path).unwrap();
+    let err = reader.read_test(&run, test).unwrap_err().to_string();
+    assert!(
+        err.contains(&format!("runs/bad/tests/{test}/0000.jsonl:3")) && err.contains("not UTF-8"),
         "{err}"
     );
 }
