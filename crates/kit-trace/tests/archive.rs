@@ -500,6 +500,36 @@ fn entries_past_a_mebibyte_read_back_whole_below_their_caps() {
     assert_eq!(fingerprints, 200);
 }
 
+/// A reader opening an archive while a writer holds its lock (mid-commit, here held by the
+/// test) waits for the commit to end, then reads what it left.
+#[test]
+fn a_reader_waits_for_a_commit_in_progress() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let dir = tempfile::tempdir().unwrap();
+    let (run, path) = run_with_writer(dir.path(), "r-wait", WriterOptions::default());
+    run_test(&run, "first", 1, TestOutcome::Passed);
+    let mut lock_path = path.clone().into_os_string();
+    lock_path.push(".lock");
+    let lock = File::options().read(true).write(true).open(&lock_path).unwrap();
+    lock.lock().unwrap();
+    let opened = std::sync::Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (path, opened) = (path.clone(), std::sync::Arc::clone(&opened));
+        std::thread::spawn(move || {
+            let reader = ArchiveReader::open(&path);
+            opened.store(true, Ordering::SeqCst);
+            reader.map(|mut r| r.tests().count())
+        })
+    };
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(
+        !opened.load(Ordering::SeqCst),
+        "the reader did not wait for the lock"
+    );
+    lock.unlock().unwrap();
+    assert_eq!(reader.join().unwrap().unwrap(), 1);
+}
+
 #[test]
 fn small_attachments_stay_in_their_event_as_text_or_base64() {
     let dir = tempfile::tempdir().unwrap();
