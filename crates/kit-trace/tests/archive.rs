@@ -18,6 +18,11 @@ fn run_on(bus: BusBuilder, dir: &Path, run_id: &str, options: WriterOptions) -> 
     let run_id = RunId::new(run_id).unwrap();
     let writer =
         ArchiveWriter::with_options(dir, RunManifest::new(run_id.clone(), "cargo-test"), options).unwrap();
+    run_into(bus, writer, run_id)
+}
+
+/// A run whose bus is `bus` with `writer` added, and the archive it writes.
+fn run_into(bus: BusBuilder, writer: ArchiveWriter, run_id: RunId) -> (KitRun, PathBuf) {
     let path = writer.path().to_owned();
     let bus = bus.collector(writer).start();
     let host = KitBuilder::new(Configuration::new()).build().unwrap().host;
@@ -452,10 +457,7 @@ fn entries_past_a_mebibyte_read_back_whole_below_their_caps() {
     )
     .unwrap()
     .with_secrets(std::sync::Arc::clone(&secrets));
-    let path = writer.path().to_owned();
-    let bus = Bus::builder().collector(writer).start();
-    let host = KitBuilder::new(Configuration::new()).build().unwrap().host;
-    let run = KitRun::new(host, bus, run_id);
+    let (run, path) = run_into(Bus::builder(), writer, run_id);
 
     run_test(&run, "long", 8_000, TestOutcome::Passed);
     let body: Vec<u8> = (0..2 * 1024 * 1024u32).map(|i| (i % 251) as u8).collect();
@@ -479,18 +481,9 @@ fn entries_past_a_mebibyte_read_back_whole_below_their_caps() {
     let mut reader = ArchiveReader::open(&path).unwrap();
     let tests: Vec<TestRecord> = reader.tests().collect::<Result<_, _>>().unwrap();
     assert_eq!(tests[0].events.len(), 2 + 8_000 * 3);
-    let sha = tests[1]
-        .events
-        .iter()
-        .find_map(|e| match &e.kind {
-            EventKind::Attachment(a) => match &a.content {
-                AttachmentContent::Blob { sha256, .. } => Some(sha256.clone()),
-                _ => None,
-            },
-            _ => None,
-        })
-        .unwrap();
-    assert_eq!(reader.blob(&sha).unwrap(), body);
+    let download = &attachments(&tests[1])[0];
+    assert!(matches!(download.content, AttachmentContent::Blob { .. }));
+    assert_eq!(reader.attachment_bytes(download).unwrap(), body);
     let fingerprints: usize = reader
         .secret_fingerprints()
         .unwrap()

@@ -77,11 +77,6 @@ struct Names {
 /// How many bytes of a text [`NameFinder::Folded`] lower-cases at a time.
 const FOLD_CHUNK: usize = 4096;
 
-/// How many multipart bodies deep a part is still read part by part. Mail and batch APIs nest
-/// a level or two; deeper, the text fallback reads the rest, so a hostile depth costs no stack
-/// (each level is a frame of `structured` and of the multipart reader).
-const MULTIPART_NESTING: u8 = 8;
-
 /// Finds any of a set of lower-cased names in a text, ASCII case aside.
 #[derive(Debug)]
 enum NameFinder {
@@ -265,6 +260,11 @@ fn json_body_scanned<'t>(text: &'t str, rules: &Rules, found: &mut dyn FnMut(&st
         Err(_) => Cow::Owned(json::redact_text_fallback(text, rules, found)),
     }
 }
+
+/// How many multipart bodies deep a part is still read part by part. Mail and batch APIs nest
+/// a level or two; deeper, the text fallback reads the rest, so a hostile depth costs no stack
+/// (each level is a frame of `structured` and of the multipart reader).
+const MULTIPART_NESTING: u8 = 8;
 
 fn body_kind(content_type: Option<&str>, text: &str) -> BodyKind {
     if let Some(ct) = content_type {
