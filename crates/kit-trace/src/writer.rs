@@ -564,16 +564,18 @@ impl ArchiveWriter {
         }
         buffer.events += 1;
         self.stats.events += 1;
-        let marks = match event.kind {
+        // A test's start and end are committed at the next flush; so is a segment that has
+        // grown to the limit, which is also committed at once.
+        let boundary = match event.kind {
             EventKind::TestStarted(_) => true,
             EventKind::TestFinished(_) => {
                 buffer.is_final = true;
                 true
             }
-            _ => buffer.lines.len() >= limit,
+            _ => false,
         };
         let oversized = buffer.lines.len() >= limit;
-        if marks {
+        if boundary || oversized {
             self.mark(event.test_id);
         }
         if oversized && let Err(e) = self.commit() {

@@ -24,9 +24,13 @@ fn run_on(bus: BusBuilder, dir: &Path, run_id: &str, options: WriterOptions) -> 
 /// A run whose bus is `bus` with `writer` added, and the archive it writes.
 fn run_into(bus: BusBuilder, writer: ArchiveWriter, run_id: RunId) -> (KitRun, PathBuf) {
     let path = writer.path().to_owned();
-    let bus = bus.collector(writer).start();
+    (start_run(bus.collector(writer), run_id), path)
+}
+
+/// A run on a bus started from `bus`.
+fn start_run(bus: BusBuilder, run_id: RunId) -> KitRun {
     let host = KitBuilder::new(Configuration::new()).build().unwrap().host;
-    (KitRun::new(host, bus, run_id), path)
+    KitRun::new(host, bus.start(), run_id)
 }
 
 fn run_test(run: &KitRun, name: &str, requests: usize, outcome: TestOutcome) -> TestId {
@@ -70,6 +74,38 @@ fn read_all(path: &Path) -> Vec<TestRecord> {
         .tests()
         .collect::<Result<_, _>>()
         .unwrap()
+}
+
+/// Every entry name in the archive's central directory, in order, duplicates kept: the zip
+/// crate's reader (and so `ArchiveReader`) keys entries by name and shows one of each.
+fn entry_names(path: &Path) -> Vec<String> {
+    let bytes = std::fs::read(path).unwrap();
+    let u16_at = |at: usize| u64::from(u16::from_le_bytes([bytes[at], bytes[at + 1]]));
+    let u32_at = |at: usize| u64::from(u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()));
+    let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+    let eocd = bytes.len() - 22;
+    assert_eq!(&bytes[eocd..eocd + 4], b"PK\x05\x06", "no end record");
+    let (mut count, mut offset) = (u16_at(eocd + 10), u32_at(eocd + 16));
+    if count == 0xFFFF || offset == 0xFFFF_FFFF {
+        let record = u64_at(eocd - 20 + 8) as usize;
+        assert_eq!(&bytes[record..record + 4], b"PK\x06\x06", "no ZIP64 end record");
+        (count, offset) = (u64_at(record + 32), u64_at(record + 48));
+    }
+    let mut at = offset as usize;
+    let mut names = Vec::new();
+    for _ in 0..count {
+        assert_eq!(&bytes[at..at + 4], b"PK\x01\x02", "no directory record at {at}");
+        let (name, extra, comment) = (u16_at(at + 28), u16_at(at + 30), u16_at(at + 32));
+        let name_at = at + 46;
+        names.push(String::from_utf8(bytes[name_at..name_at + name as usize].to_vec()).unwrap());
+        at = name_at + (name + extra + comment) as usize;
+    }
+    names
+}
+
+/// How many entries of the archive at `path` have a name that `matches`, duplicates counted.
+fn count_entries(path: &Path, matches: impl Fn(&str) -> bool) -> usize {
+    entry_names(path).iter().filter(|n| matches(n)).count()
 }
 
 #[test]
@@ -276,6 +312,14 @@ fn writers_in_many_processes_share_one_archive() {
                 for i in 0..15 {
                     run_test(&run, &format!("w{w}::t{i}"), 2, TestOutcome::Passed);
                 }
+                // The same large body from every writer: each finds the others' blob when it
+                // reloads the directory, and stores none again.
+                let ctx = run.begin_test(TestStarted::new(format!("w{w}::blob")));
+                ctx.attach(
+                    None,
+                    Attachment::new("body", "text/plain", "same body ".repeat(4000).into_bytes()),
+                );
+                ctx.finish(TestOutcome::Passed).unwrap();
                 path
             })
         })
@@ -286,18 +330,22 @@ fn writers_in_many_processes_share_one_archive() {
     let mut names: Vec<String> = tests.iter().map(|t| t.name.clone()).collect();
     names.sort();
     let mut expected: Vec<String> = (0..6)
-        .flat_map(|w| (0..15).map(move |i| format!("w{w}::t{i}")))
+        .flat_map(|w| {
+            (0..15)
+                .map(move |i| format!("w{w}::t{i}"))
+                .chain([format!("w{w}::blob")])
+        })
         .collect();
     expected.sort();
     assert_eq!(names, expected, "each test exactly once");
     let reader = ArchiveReader::open(&paths[0]).unwrap();
     assert_eq!(reader.runs().len(), 1);
-    let zip = zip::ZipArchive::new(File::open(&paths[0]).unwrap()).unwrap();
-    let manifests = zip
-        .file_names()
-        .filter(|n| n.as_ref().unwrap().ends_with("manifest.json"))
-        .count();
-    assert_eq!(manifests, 1);
+    assert_eq!(count_entries(&paths[0], |n| n.ends_with("manifest.json")), 1);
+    assert_eq!(count_entries(&paths[0], |n| n.starts_with("blobs/")), 1);
+    assert_eq!(count_entries(&paths[0], |n| n == "mimetype"), 1);
+    let all = entry_names(&paths[0]);
+    let unique: std::collections::HashSet<&String> = all.iter().collect();
+    assert_eq!(unique.len(), all.len(), "an entry name written twice");
 }
 
 #[test]
@@ -405,6 +453,13 @@ fn large_attachments_become_deduplicated_blobs() {
             None,
             Attachment::new("rest-01-response", "application/json", body.clone()).with_description("200 OK"),
         );
+        if name == "a" {
+            // Twice in one commit, as a retried request's body is.
+            ctx.attach(
+                None,
+                Attachment::new("rest-02-response", "application/json", body.clone()),
+            );
+        }
         ctx.finish(TestOutcome::Passed).unwrap();
     }
     let mut reader = ArchiveReader::open(&path).unwrap();
@@ -430,14 +485,8 @@ fn large_attachments_become_deduplicated_blobs() {
     assert_eq!(reader.blob(&sha).unwrap(), body);
     let second = &attachments(&tests[1])[0];
     assert_eq!(reader.attachment_bytes(second).unwrap(), body);
-    let zip = zip::ZipArchive::new(File::open(&path).unwrap()).unwrap();
-    assert_eq!(
-        zip.file_names()
-            .filter(|n| n.as_ref().unwrap().starts_with("blobs/"))
-            .count(),
-        1
-    );
-    assert_eq!(reader.entry_count(), zip.len());
+    assert_eq!(count_entries(&path, |n| n.starts_with("blobs/")), 1);
+    assert_eq!(reader.entry_count(), entry_names(&path).len());
 }
 
 /// Entries past a mebibyte, each well below its reader's cap, read back whole: a segment of
@@ -521,6 +570,230 @@ fn a_reader_waits_for_a_commit_in_progress() {
     );
     lock.unlock().unwrap();
     assert_eq!(reader.join().unwrap().unwrap(), 1);
+}
+
+/// A commit that cannot take the lock within the writer's timeout fails the flush, naming the
+/// lock file; the test it held is committed by the next flush that can.
+#[test]
+fn a_commit_that_cannot_take_the_lock_in_time_fails_naming_it_and_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = WriterOptions::default().with_lock_timeout(std::time::Duration::from_millis(100));
+    let (run, path) = run_with_writer(dir.path(), "r-stuck", options);
+    run_test(&run, "first", 1, TestOutcome::Passed);
+    let mut lock_path = path.clone().into_os_string();
+    lock_path.push(".lock");
+    let lock = File::options().read(true).write(true).open(&lock_path).unwrap();
+    lock.lock().unwrap();
+
+    let held = run.begin_test(TestStarted::new("held"));
+    let err = held.finish(TestOutcome::Passed).unwrap_err().to_string();
+    assert!(
+        err.contains("waiting for the lock") && err.contains(&*lock_path.to_string_lossy()),
+        "{err}"
+    );
+    lock.unlock().unwrap();
+    run_test(&run, "after", 1, TestOutcome::Passed);
+    let tests = read_all(&path);
+    let names: Vec<&str> = tests.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["first", "held", "after"]);
+    assert!(tests.iter().all(|t| t.outcome == TestOutcome::Passed));
+}
+
+/// Each commit stores the fingerprints of the secrets met since the previous one, in an entry
+/// of its own, and a commit with none new stores none.
+#[test]
+fn secret_fingerprints_are_stored_once_each_across_commits() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_id = RunId::new("r-secrets").unwrap();
+    let secrets = std::sync::Arc::new(SecretRegistry::new());
+    let writer = ArchiveWriter::create(dir.path(), RunManifest::new(run_id.clone(), "cargo-test"))
+        .unwrap()
+        .with_secrets(std::sync::Arc::clone(&secrets));
+    let (run, path) = run_into(Bus::builder(), writer, run_id);
+    assert!(secrets.remember("first-secret-value"));
+    run_test(&run, "one", 1, TestOutcome::Passed);
+    assert!(secrets.remember("second-secret-value"));
+    assert!(secrets.remember("third-secret-value"));
+    run_test(&run, "two", 1, TestOutcome::Passed);
+    run_test(&run, "three", 1, TestOutcome::Passed);
+
+    let sets = entry_names(&path)
+        .into_iter()
+        .filter(|n| n.contains("/secrets/"))
+        .collect::<Vec<_>>();
+    assert_eq!(sets.len(), 2, "{sets:?}");
+    assert_ne!(sets[0], sets[1]);
+    let stored: Vec<usize> = ArchiveReader::open(&path)
+        .unwrap()
+        .secret_fingerprints()
+        .unwrap()
+        .iter()
+        .map(|set| set.fingerprints.len())
+        .collect();
+    assert_eq!(stored, [1, 2]);
+}
+
+/// The writer's deflate level is the one its options give: level 0 stores, level 9 packs.
+#[test]
+fn the_compression_level_decides_how_small_the_archive_is() {
+    let sizes: Vec<u64> = [0, 9]
+        .into_iter()
+        .map(|level| {
+            let dir = tempfile::tempdir().unwrap();
+            let options = WriterOptions::default().with_compression_level(level);
+            let (run, path) = run_with_writer(dir.path(), "r-level", options);
+            run_test(&run, "t", 200, TestOutcome::Passed);
+            assert_eq!(read_all(&path)[0].events.len(), 2 + 200 * 3);
+            std::fs::metadata(&path).unwrap().len()
+        })
+        .collect();
+    assert!(
+        sizes[0] > 4 * sizes[1],
+        "level 0: {} bytes, level 9: {}",
+        sizes[0],
+        sizes[1]
+    );
+}
+
+/// An attachment exactly at the inline limit stays in its event; one byte more is a blob.
+#[test]
+fn attachments_up_to_the_inline_limit_stay_in_their_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = WriterOptions::default().with_inline_limit(8);
+    let (run, path) = run_with_writer(dir.path(), "r-inline", options);
+    let ctx = run.begin_test(TestStarted::new("t"));
+    ctx.attach(None, Attachment::new("at", "text/plain", b"8 bytes!".to_vec()));
+    ctx.attach(None, Attachment::new("over", "text/plain", b"9 bytes!!".to_vec()));
+    ctx.finish(TestOutcome::Passed).unwrap();
+    let mut reader = ArchiveReader::open(&path).unwrap();
+    let record = reader.tests().next().unwrap().unwrap();
+    let found = attachments(&record);
+    assert!(
+        matches!(found[0].content, AttachmentContent::Inline(_)),
+        "{:?}",
+        found[0]
+    );
+    assert!(
+        matches!(found[1].content, AttachmentContent::Blob { .. }),
+        "{:?}",
+        found[1]
+    );
+    assert_eq!(reader.attachment_bytes(&found[1]).unwrap(), b"9 bytes!!");
+    assert_eq!(count_entries(&path, |n| n.starts_with("blobs/")), 1);
+}
+
+/// Tests still running when the bus shuts down are committed with what they had sent, and
+/// read back interrupted; a test with nothing new since its last commit gets no empty segment.
+#[test]
+fn the_end_of_a_run_commits_what_running_tests_had_buffered() {
+    let dir = tempfile::tempdir().unwrap();
+    let (run, path) = run_with_writer(dir.path(), "r-end", WriterOptions::default());
+    let busy = run.begin_test(TestStarted::new("busy"));
+    busy.flush().unwrap();
+    busy.observe(
+        None,
+        Observation::new("sent after the start's commit", Attributes::new()),
+    );
+    let idle = run.begin_test(TestStarted::new("idle"));
+    idle.flush().unwrap();
+    run.bus().shutdown().unwrap();
+
+    let tests = read_all(&path);
+    assert_eq!(tests.len(), 2);
+    assert_eq!(tests[0].name, "busy");
+    assert_eq!(tests[0].events.len(), 2);
+    assert_eq!(tests[1].events.len(), 1);
+    assert!(tests.iter().all(|t| t.outcome == TestOutcome::Interrupted));
+    let segments = segments_per_test(&path);
+    assert_eq!(segments[&busy.test_id().to_string()], 2);
+    assert_eq!(segments[&idle.test_id().to_string()], 1);
+}
+
+/// A collector that is an archive writer, and lets the test read its stats after each flush.
+struct Watched {
+    writer: ArchiveWriter,
+    stats: std::sync::Arc<std::sync::Mutex<WriterStats>>,
+}
+
+impl Watched {
+    fn after<T>(&mut self, result: T) -> T {
+        *self.stats.lock().unwrap() = self.writer.stats();
+        result
+    }
+}
+
+impl Collector for Watched {
+    fn on_event(&mut self, event: &Event) {
+        self.writer.on_event(event);
+    }
+    fn flush(&mut self) -> Result<(), CollectorError> {
+        let result = self.writer.flush();
+        self.after(result)
+    }
+    fn flush_ended(&mut self) -> Result<(), CollectorError> {
+        let result = self.writer.flush_ended();
+        self.after(result)
+    }
+    fn finish(&mut self) -> Result<(), CollectorError> {
+        let result = self.writer.finish();
+        self.after(result)
+    }
+}
+
+/// A run whose writer's stats the test can read.
+fn watched_run(dir: &Path, run_id: &str) -> (KitRun, PathBuf, std::sync::Arc<std::sync::Mutex<WriterStats>>) {
+    let run_id = RunId::new(run_id).unwrap();
+    let writer = ArchiveWriter::create(dir, RunManifest::new(run_id.clone(), "cargo-test")).unwrap();
+    let path = writer.path().to_owned();
+    let stats = std::sync::Arc::default();
+    let watched = Watched {
+        writer,
+        stats: std::sync::Arc::clone(&stats),
+    };
+    (start_run(Bus::builder().collector(watched), run_id), path, stats)
+}
+
+#[test]
+fn the_writers_stats_count_its_commits_events_entries_and_repairs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (run, path, stats) = watched_run(dir.path(), "r-stats");
+    // Two commits: the start, flushed as the runner does, then the rest.
+    run_test(&run, "one", 2, TestOutcome::Passed);
+    // One commit, with a blob.
+    let ctx = run.begin_test(TestStarted::new("two"));
+    ctx.attach(
+        None,
+        Attachment::new("body", "text/plain", "large ".repeat(4000).into_bytes()),
+    );
+    ctx.finish(TestOutcome::Passed).unwrap();
+    let seen = *stats.lock().unwrap();
+    assert_eq!((seen.commits, seen.events, seen.repairs), (3, 2 + 2 * 3 + 3, 0));
+    // mimetype, manifest, three segments, one blob.
+    assert_eq!(seen.entries, 6);
+    assert_eq!(entry_names(&path).len(), 6);
+
+    // A killed writer's half-written append, which the next writer repairs once.
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes.truncate(bytes.len() - 30);
+    std::fs::write(&path, &bytes).unwrap();
+    let (run, _, stats) = watched_run(dir.path(), "r-stats");
+    run_test(&run, "three", 1, TestOutcome::Passed);
+    run_test(&run, "four", 1, TestOutcome::Passed);
+    let seen = *stats.lock().unwrap();
+    assert_eq!((seen.commits, seen.repairs), (4, 1));
+}
+
+#[test]
+fn the_writer_refuses_to_append_to_a_zip_that_does_not_start_with_mimetype() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kit-other.kittrace");
+    write_zip(&path, &[("readme.txt", b"someone else's zip")]);
+    let before = std::fs::read(&path).unwrap();
+    let (run, _) = run_with_writer(dir.path(), "other", WriterOptions::default());
+    let ctx = run.begin_test(TestStarted::new("t"));
+    let err = ctx.finish(TestOutcome::Passed).unwrap_err().to_string();
+    assert!(err.contains("its first entry is not `mimetype`"), "{err}");
+    assert_eq!(std::fs::read(&path).unwrap(), before);
 }
 
 #[test]
