@@ -293,8 +293,8 @@ impl ArchiveReader {
         if head < 4 || magic != *b"PK\x03\x04" {
             return Err(not_an_archive(&path, "it is not a zip file"));
         }
-        let (source, salvage) = match zipfile::read_directory(&file, len) {
-            Ok(_) => (
+        let (source, salvage, directory) = match zipfile::read_directory(&file, len) {
+            Ok(directory) => (
                 Source {
                     file: Arc::new(file),
                     prefix: len,
@@ -302,6 +302,7 @@ impl ArchiveReader {
                     pos: 0,
                 },
                 None,
+                directory,
             ),
             Err(_) => {
                 let salvaged = zipfile::salvage(&file, len).map_err(|e| io_err("read", e))?;
@@ -318,10 +319,27 @@ impl ArchiveReader {
                     tail: Arc::from(zipfile::directory_bytes(&salvaged.directory)),
                     pos: 0,
                 };
-                (source, Some(salvage))
+                (source, Some(salvage), salvaged.directory)
             }
         };
         let zip = zip::ZipArchive::new(source).map_err(|e| not_an_archive(&path, &e.to_string()))?;
+        // The zip crate keys entries by name and keeps one of each: the other would be read by
+        // nothing, not even `kit-cli audit`'s search for leaked secrets. No writer of ours
+        // names an entry twice.
+        if zip.has_duplicate_names() {
+            let mut seen = std::collections::HashSet::new();
+            let twice = directory
+                .entries
+                .iter()
+                .find(|entry| !seen.insert(entry.name.as_str()))
+                .map_or("?", |entry| entry.name.as_str());
+            return Err(not_an_archive(
+                &path,
+                &format!(
+                    "its directory lists `{twice}` more than once, and a reader would see only one of them"
+                ),
+            ));
+        }
         let mut reader = ArchiveReader {
             path,
             zip,

@@ -907,6 +907,39 @@ fn inputs_that_are_not_archives_are_refused_with_a_reason() {
     assert!(open_err(&other).contains("first entry is not `mimetype`"));
 }
 
+/// An archive whose directory names an entry twice is refused, naming it: a reader keyed by
+/// name would see one of the two, and `kit-cli audit` would never search the other.
+#[test]
+fn an_entry_named_twice_is_refused_with_its_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let (run, path) = run_with_writer(dir.path(), "twice", WriterOptions::default());
+    // Two segments: the start, flushed, and the rest.
+    let test = run_test(&run, "t", 1, TestOutcome::Passed);
+    let run_id = RunId::new("twice").unwrap();
+    let (first, second) = (
+        format::segment_path(&run_id, test, 0),
+        format::segment_path(&run_id, test, 1),
+    );
+    let bytes = std::fs::read(&path).unwrap();
+    let renamed = String::from_utf8_lossy(&bytes).matches(second.as_str()).count();
+    assert_eq!(renamed, 2, "a local header and a directory record");
+    let mut twice = bytes.clone();
+    for at in 0..twice.len() - second.len() {
+        if twice[at..].starts_with(second.as_bytes()) {
+            twice[at..at + first.len()].copy_from_slice(first.as_bytes());
+        }
+    }
+    let named_twice = dir.path().join("named-twice.kittrace");
+    std::fs::write(&named_twice, &twice).unwrap();
+    let err = open_err(&named_twice);
+    assert!(err.contains(&format!("lists `{first}` more than once")), "{err}");
+    // The same when the directory is lost and the entries are salvaged from their headers.
+    std::fs::write(&named_twice, &twice[..twice.len() - 10]).unwrap();
+    let err = open_err(&named_twice);
+    assert!(err.contains(&format!("lists `{first}` more than once")), "{err}");
+    assert_eq!(read_all(&path).len(), 1, "the untouched archive reads");
+}
+
 #[test]
 fn an_entry_name_that_escapes_is_refused() {
     let dir = tempfile::tempdir().unwrap();
