@@ -39,8 +39,18 @@ pub struct TestRecord {
     pub events: Vec<Event>,
 }
 
-/// Caps on what a reader inflates. Declared sizes can lie (zip bombs), so each cap is
-/// enforced on the bytes actually inflated.
+/// Caps on what a reader inflates, and on how long it waits for a writer. Declared sizes can
+/// lie (zip bombs), so each size cap is enforced on the bytes actually inflated.
+///
+/// ```
+/// use std::time::Duration;
+/// use kit_trace::ReaderLimits;
+///
+/// let limits = ReaderLimits::default()
+///     .with_max_segment_bytes(64 * 1024 * 1024)
+///     .with_lock_timeout(Duration::from_secs(5));
+/// assert_eq!(limits.lock_timeout, Duration::from_secs(5));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ReaderLimits {
@@ -48,6 +58,9 @@ pub struct ReaderLimits {
     pub max_segment_bytes: u64,
     /// Largest blob (one attachment).
     pub max_blob_bytes: u64,
+    /// How long opening waits for a writer's commit in progress (its lock) before failing
+    /// with [`TraceError::LockTimedOut`] (default 60 s, as long as a writer waits).
+    pub lock_timeout: Duration,
 }
 
 impl Default for ReaderLimits {
@@ -55,6 +68,7 @@ impl Default for ReaderLimits {
         ReaderLimits {
             max_segment_bytes: MAX_SEGMENT_BYTES,
             max_blob_bytes: MAX_BLOB_BYTES,
+            lock_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -63,6 +77,12 @@ impl ReaderLimits {
     /// The same limits with another segment cap.
     pub fn with_max_segment_bytes(mut self, bytes: u64) -> Self {
         self.max_segment_bytes = bytes;
+        self
+    }
+
+    /// The same limits with another wait for a writer's lock.
+    pub fn with_lock_timeout(mut self, timeout: Duration) -> Self {
+        self.lock_timeout = timeout;
         self
     }
 }
@@ -282,7 +302,7 @@ impl ArchiveReader {
         };
         // Writers append under this lock; holding it shared while the directory is read means
         // we never see a half-written one. Entries before it never change afterwards.
-        let _lock = shared_lock(&path)?;
+        let _lock = shared_lock(&path, limits.lock_timeout)?;
         let file = File::open(&path).map_err(|e| io_err("open", e))?;
         let len = file.metadata().map_err(|e| io_err("read the size of", e))?.len();
         if len == 0 {
@@ -736,7 +756,7 @@ fn not_an_archive(path: &Path, reason: &str) -> TraceError {
     }
 }
 
-fn shared_lock(path: &Path) -> Result<Option<File>, TraceError> {
+fn shared_lock(path: &Path, timeout: Duration) -> Result<Option<File>, TraceError> {
     let mut lock_path = path.to_owned().into_os_string();
     lock_path.push(".lock");
     let Ok(file) = File::open(&lock_path) else {
@@ -747,7 +767,7 @@ fn shared_lock(path: &Path) -> Result<Option<File>, TraceError> {
     loop {
         match file.try_lock_shared() {
             Ok(()) => return Ok(Some(file)),
-            Err(TryLockError::WouldBlock) if started.elapsed() < Duration::from_secs(60) => {
+            Err(TryLockError::WouldBlock) if started.elapsed() < timeout => {
                 std::thread::sleep(Duration::from_millis(2));
             }
             Err(TryLockError::WouldBlock) => {

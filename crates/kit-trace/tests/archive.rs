@@ -796,6 +796,24 @@ fn the_writer_refuses_to_append_to_a_zip_that_does_not_start_with_mimetype() {
     assert_eq!(std::fs::read(&path).unwrap(), before);
 }
 
+/// A reader gives up on a commit that does not end within its lock timeout, naming the lock.
+#[test]
+fn a_reader_gives_up_on_a_lock_held_past_its_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let (run, path) = run_with_writer(dir.path(), "r-held", WriterOptions::default());
+    run_test(&run, "first", 1, TestOutcome::Passed);
+    let mut lock_path = path.clone().into_os_string();
+    lock_path.push(".lock");
+    let lock = File::options().read(true).write(true).open(&lock_path).unwrap();
+    lock.lock().unwrap();
+    let limits = ReaderLimits::default().with_lock_timeout(std::time::Duration::from_millis(100));
+    let err = ArchiveReader::open_with(&path, limits).unwrap_err();
+    assert!(matches!(err, TraceError::LockTimedOut { .. }), "{err:?}");
+    assert!(err.to_string().contains(&*lock_path.to_string_lossy()), "{err}");
+    lock.unlock().unwrap();
+    assert_eq!(ArchiveReader::open_with(&path, limits).unwrap().test_count(), 1);
+}
+
 #[test]
 fn small_attachments_stay_in_their_event_as_text_or_base64() {
     let dir = tempfile::tempdir().unwrap();
