@@ -309,7 +309,8 @@ impl ArchiveWriter {
             Some((registry, stored)) => registry.fingerprints_from(*stored),
             None => (Vec::new(), 0),
         };
-        if !fingerprints.is_empty() {
+        let stores_fingerprints = !fingerprints.is_empty();
+        if stores_fingerprints {
             let salt = self.secrets.as_ref().map(|(r, _)| r.salt()).unwrap_or_default();
             let set = FingerprintSet {
                 salt: salt.iter().map(|b| format!("{b:02x}")).collect(),
@@ -325,9 +326,7 @@ impl ArchiveWriter {
         let unlocked = self.unlock();
         result?;
         unlocked?;
-        if let Some((_, stored)) = &mut self.secrets
-            && fingerprints_end > *stored
-        {
+        if stores_fingerprints && let Some((_, stored)) = &mut self.secrets {
             *stored = fingerprints_end;
             self.secret_sets += 1;
         }
@@ -686,5 +685,93 @@ impl Collector for ArchiveWriter {
 
     fn name(&self) -> std::borrow::Cow<'_, str> {
         "kit-trace archive writer".into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use kit_core::{
+        Attributes, Bus, Configuration, KitBuilder, KitRun, Observation, TestOutcome, TestStarted,
+    };
+
+    use super::*;
+
+    /// Lends the bus a writer the test can look into between flushes.
+    struct Shared(Arc<Mutex<ArchiveWriter>>);
+
+    impl Collector for Shared {
+        fn on_event(&mut self, event: &Event) {
+            self.0.lock().unwrap().on_event(event);
+        }
+        fn flush(&mut self) -> Result<(), CollectorError> {
+            self.0.lock().unwrap().flush()
+        }
+        fn flush_ended(&mut self) -> Result<(), CollectorError> {
+            self.0.lock().unwrap().flush_ended()
+        }
+        fn finish(&mut self) -> Result<(), CollectorError> {
+            self.0.lock().unwrap().finish()
+        }
+    }
+
+    #[test]
+    fn emptied_buffers_are_kept_for_later_tests_up_to_a_count_and_a_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let run_id = RunId::new("spare").unwrap();
+        let manifest = RunManifest::new(run_id.clone(), "cargo-test");
+        let writer = Arc::new(Mutex::new(ArchiveWriter::create(dir.path(), manifest).unwrap()));
+        let debug = format!("{:?}", writer.lock().unwrap());
+        assert!(
+            debug.starts_with("ArchiveWriter {") && debug.contains("kit-spare.kittrace"),
+            "{debug}"
+        );
+        let bus = Bus::builder().collector(Shared(Arc::clone(&writer))).start();
+        let host = KitBuilder::new(Configuration::new()).build().unwrap().host;
+        let run = KitRun::new(host, bus, run_id);
+        let spare = || writer.lock().unwrap().spare.len();
+
+        run.begin_test(TestStarted::new("short"))
+            .finish(TestOutcome::Passed)
+            .unwrap();
+        assert_eq!(spare(), 1, "a short test's buffer is kept");
+
+        // Events deflate cannot shrink much, about 300 bytes each in the buffer.
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut noisy_test = |name: &str, events: usize| {
+            let ctx = run.begin_test(TestStarted::new(name));
+            for _ in 0..events {
+                let noise: String = (0..128)
+                    .map(|_| {
+                        state ^= state << 13;
+                        state ^= state >> 7;
+                        state ^= state << 17;
+                        format!("{:02x}", state as u8)
+                    })
+                    .collect();
+                ctx.observe(
+                    None,
+                    Observation::new("noise", Attributes::new().with("n", noise)),
+                );
+            }
+            ctx.finish(TestOutcome::Passed).unwrap();
+        };
+        noisy_test("medium", 200);
+        assert_eq!(spare(), 1, "a buffer of some 60 KiB is kept");
+        noisy_test("long", 2_000);
+        assert_eq!(
+            spare(),
+            0,
+            "the long test took the spare buffer and grew it too large to keep"
+        );
+
+        let running: Vec<_> = (0..MAX_SPARE_BUFFERS + 6)
+            .map(|i| run.begin_test(TestStarted::new(format!("t{i}"))))
+            .collect();
+        for ctx in running {
+            ctx.finish(TestOutcome::Passed).unwrap();
+        }
+        assert_eq!(spare(), MAX_SPARE_BUFFERS);
     }
 }
