@@ -1410,16 +1410,36 @@ mod tests {
         assert!(names[1999].starts_with("e/1999=payload 1999 "));
     }
 
+    /// Past 65 534 entries the end record's count is full: the ZIP64 end records carry it, the
+    /// directory reads back through them, and the file takes the next append.
     #[test]
     fn zip64_end_records_are_written_and_read_past_65535_entries() {
-        let (_dir, path, file, mut directory) = fresh("big.zip");
+        let (_dir, path, file, mut directory) = fresh("many.zip");
         let entries: Vec<PreparedEntry> = (0..70_000)
-            .map(|i| PreparedEntry::stored(format!("{i}"), vec![]))
+            .map(|i| PreparedEntry::stored(format!("e/{i}"), i.to_string().into_bytes()))
             .collect();
         let len = append_to(&file, &mut directory, &entries);
-        assert_eq!(read_directory(&file, len).unwrap().entries.len(), 70_000);
-        let zip = zip::ZipArchive::new(File::open(&path).unwrap()).unwrap();
-        assert_eq!(zip.len(), 70_000);
+        let tail = tail(&file, len).unwrap();
+        assert_eq!(u16_at(&tail, 10), 0xFFFF, "the end record defers to ZIP64");
+        let mut loaded = read_directory(&file, len).unwrap();
+        assert_eq!(loaded, directory);
+        let len = append(
+            &file,
+            len,
+            &mut loaded,
+            &[PreparedEntry::stored("last", b"after a reload".to_vec())],
+            Room::Spare,
+        )
+        .unwrap()
+        .len;
+        assert_eq!(read_directory(&file, len).unwrap().entries.len(), 70_001);
+        let mut zip = zip::ZipArchive::new(File::open(&path).unwrap()).unwrap();
+        assert_eq!(zip.len(), 70_001);
+        for (name, content) in [("e/0", "0"), ("e/69999", "69999"), ("last", "after a reload")] {
+            let mut text = String::new();
+            zip.by_name(name).unwrap().read_to_string(&mut text).unwrap();
+            assert_eq!(text, content);
+        }
     }
 
     #[test]
@@ -1435,5 +1455,66 @@ mod tests {
         );
         let (_, date) = dos_now();
         assert!(date >> 9 >= 45, "year after 2025");
+    }
+
+    /// Entries that begin past 4 GiB (an archive grown that large; here the bytes before them
+    /// are a hole in a sparse file) carry their offsets in ZIP64 fields, and read back.
+    #[test]
+    fn entries_past_four_gibibytes_carry_their_offsets_in_zip64_fields() {
+        let (_dir, path, file, _) = fresh("far.zip");
+        let start = (1u64 << 32) + 1000;
+        file.set_len(start).unwrap();
+        let mut directory = Directory::new(Vec::new(), start);
+        let body = "far away ".repeat(100);
+        let entries = [
+            PreparedEntry::stored("far/a", b"alpha".to_vec()),
+            PreparedEntry::deflated("far/b", body.as_bytes(), 6).unwrap(),
+        ];
+        let len = append(&file, start, &mut directory, &entries, Room::None)
+            .unwrap()
+            .len;
+        let loaded = read_directory(&file, len).unwrap();
+        assert_eq!(loaded, directory);
+        assert_eq!(loaded.entries[0].local_header_offset, start);
+        assert!(loaded.entries[1].local_header_offset > start);
+        let mut zip = zip::ZipArchive::new(File::open(&path).unwrap()).unwrap();
+        let mut text = String::new();
+        zip.by_name("far/b").unwrap().read_to_string(&mut text).unwrap();
+        assert_eq!(text, body);
+        text.clear();
+        zip.by_name("far/a").unwrap().read_to_string(&mut text).unwrap();
+        assert_eq!(text, "alpha");
+    }
+
+    /// Salvage keeps the entries before one whose deflate data is damaged (an invalid block,
+    /// or a stream that ends before its last block), and reads nothing past it.
+    #[test]
+    fn salvage_stops_at_an_entry_whose_deflate_data_is_damaged() {
+        let (dir, path, file, mut directory) = fresh("bad.zip");
+        for i in 0..3 {
+            let body = format!("entry {i} ").repeat(200);
+            let entry = PreparedEntry::deflated(format!("e{i}"), body.as_bytes(), 6).unwrap();
+            append_to(&file, &mut directory, &[entry]);
+        }
+        let full = std::fs::read(&path).unwrap();
+        let second = &directory.entries[1];
+        let data_at = (second.local_header_offset + LOCAL_HEADER_LEN) as usize + second.name.len();
+        let damaged_path = dir.path().join("damaged.zip");
+        let salvaged_count = |bytes: &[u8]| {
+            // Without its directory, so that the entries are found by salvage.
+            let cut = directory.end_of_entries as usize;
+            std::fs::write(&damaged_path, &bytes[..cut]).unwrap();
+            let damaged = File::open(&damaged_path).unwrap();
+            salvage(&damaged, cut as u64).unwrap().directory.entries.len()
+        };
+        assert_eq!(salvaged_count(&full), 3);
+        // BFINAL 1, BTYPE 11: a block type that does not exist.
+        let mut invalid = full.clone();
+        invalid[data_at] = 0xFF;
+        assert_eq!(salvaged_count(&invalid), 1);
+        // The stream's first block made stored and final, of more bytes than the entry holds.
+        let mut short = full.clone();
+        short[data_at..data_at + 5].copy_from_slice(&[0x01, 0xFF, 0xFF, 0x00, 0x00]);
+        assert_eq!(salvaged_count(&short), 1);
     }
 }
