@@ -194,6 +194,34 @@ mod tests {
     }
 
     #[test]
+    fn gates_are_empty_only_with_no_threshold_set() {
+        assert!(CoverageGates::default().is_empty());
+        let excluding = CoverageGates {
+            exclude_deprecated: true,
+            exclude: vec!["GET /health".into()],
+            ..Default::default()
+        };
+        assert!(excluding.is_empty(), "exclusions are not thresholds");
+        let one: Percent = "10".parse().unwrap();
+        for gates in [
+            CoverageGates {
+                operations: Some(one),
+                ..Default::default()
+            },
+            CoverageGates {
+                statuses: Some(one),
+                ..Default::default()
+            },
+            CoverageGates {
+                fields: Some(one),
+                ..Default::default()
+            },
+        ] {
+            assert!(!gates.is_empty(), "{gates:?}");
+        }
+    }
+
+    #[test]
     fn a_missing_metric_fails_and_says_so() {
         let failures = CoverageGates {
             fields: Some("10".parse().unwrap()),

@@ -66,9 +66,11 @@ impl TrafficCoverage {
 /// traffic.on_event(&observation(semconv::OBS_HTTP_RESPONSE, Attributes::new()
 ///     .with(semconv::KIT_RESPONSE_BODY, r#"{"id":7,"lines":[{"sku":"A"}]}"#)));
 /// traffic.on_event(&observation(semconv::OBS_HTTP_CONTRACT_SHAPE, Attributes::new()
-///     .with(semconv::CONTRACT_MATCHED_PATHS, vec!["$.lines[0].sku".to_owned(), "$.lines[0]".to_owned()])));
+///     .with(semconv::CONTRACT_MATCHED_PATHS, ["$", "$.lines[0].sku", "$.lines[0]"].map(String::from).to_vec())));
 /// let orders = traffic.endpoints().next().unwrap();
 /// assert_eq!(orders.unasserted().collect::<Vec<_>>(), ["$.id", "$.lines"]);
+/// // The root and array elements are not fields.
+/// assert_eq!(orders.asserted.iter().collect::<Vec<_>>(), ["$.lines[].sku"]);
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RestTrafficCoverageCollector {
