@@ -542,6 +542,15 @@ fn entries_past_a_mebibyte_read_back_whole_below_their_caps() {
     assert_eq!(fingerprints, 200);
 }
 
+/// The lock file of the archive at `path`, locked as a writer holds it mid-commit, and its path.
+fn hold_the_lock(path: &Path) -> (File, PathBuf) {
+    let mut lock_path = path.to_owned().into_os_string();
+    lock_path.push(".lock");
+    let lock = File::options().read(true).write(true).open(&lock_path).unwrap();
+    lock.lock().unwrap();
+    (lock, lock_path.into())
+}
+
 /// A reader opening an archive while a writer holds its lock (mid-commit, here held by the
 /// test) waits for the commit to end, then reads what it left.
 #[test]
@@ -550,10 +559,7 @@ fn a_reader_waits_for_a_commit_in_progress() {
     let dir = tempfile::tempdir().unwrap();
     let (run, path) = run_with_writer(dir.path(), "r-wait", WriterOptions::default());
     run_test(&run, "first", 1, TestOutcome::Passed);
-    let mut lock_path = path.clone().into_os_string();
-    lock_path.push(".lock");
-    let lock = File::options().read(true).write(true).open(&lock_path).unwrap();
-    lock.lock().unwrap();
+    let (lock, _) = hold_the_lock(&path);
     let opened = std::sync::Arc::new(AtomicBool::new(false));
     let reader = {
         let (path, opened) = (path.clone(), std::sync::Arc::clone(&opened));
@@ -580,10 +586,7 @@ fn a_commit_that_cannot_take_the_lock_in_time_fails_naming_it_and_loses_nothing(
     let options = WriterOptions::default().with_lock_timeout(std::time::Duration::from_millis(100));
     let (run, path) = run_with_writer(dir.path(), "r-stuck", options);
     run_test(&run, "first", 1, TestOutcome::Passed);
-    let mut lock_path = path.clone().into_os_string();
-    lock_path.push(".lock");
-    let lock = File::options().read(true).write(true).open(&lock_path).unwrap();
-    lock.lock().unwrap();
+    let (lock, lock_path) = hold_the_lock(&path);
 
     let held = run.begin_test(TestStarted::new("held"));
     let err = held.finish(TestOutcome::Passed).unwrap_err().to_string();
@@ -802,10 +805,7 @@ fn a_reader_gives_up_on_a_lock_held_past_its_timeout() {
     let dir = tempfile::tempdir().unwrap();
     let (run, path) = run_with_writer(dir.path(), "r-held", WriterOptions::default());
     run_test(&run, "first", 1, TestOutcome::Passed);
-    let mut lock_path = path.clone().into_os_string();
-    lock_path.push(".lock");
-    let lock = File::options().read(true).write(true).open(&lock_path).unwrap();
-    lock.lock().unwrap();
+    let (lock, lock_path) = hold_the_lock(&path);
     let limits = ReaderLimits::default().with_lock_timeout(std::time::Duration::from_millis(100));
     let err = ArchiveReader::open_with(&path, limits).unwrap_err();
     assert!(matches!(err, TraceError::LockTimedOut { .. }), "{err:?}");
