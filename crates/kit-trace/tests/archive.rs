@@ -551,15 +551,21 @@ fn hold_the_lock(path: &Path) -> (File, PathBuf) {
     (lock, lock_path.into())
 }
 
+/// An archive of one finished test, and its lock held as by a writer mid-commit.
+fn one_test_with_the_lock_held(run_id: &str) -> (tempfile::TempDir, PathBuf, File, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let (run, path) = run_with_writer(dir.path(), run_id, WriterOptions::default());
+    run_test(&run, "first", 1, TestOutcome::Passed);
+    let (lock, lock_path) = hold_the_lock(&path);
+    (dir, path, lock, lock_path)
+}
+
 /// A reader opening an archive while a writer holds its lock (mid-commit, here held by the
 /// test) waits for the commit to end, then reads what it left.
 #[test]
 fn a_reader_waits_for_a_commit_in_progress() {
     use std::sync::atomic::{AtomicBool, Ordering};
-    let dir = tempfile::tempdir().unwrap();
-    let (run, path) = run_with_writer(dir.path(), "r-wait", WriterOptions::default());
-    run_test(&run, "first", 1, TestOutcome::Passed);
-    let (lock, _) = hold_the_lock(&path);
+    let (_dir, path, lock, _) = one_test_with_the_lock_held("r-wait");
     let opened = std::sync::Arc::new(AtomicBool::new(false));
     let reader = {
         let (path, opened) = (path.clone(), std::sync::Arc::clone(&opened));
@@ -802,10 +808,7 @@ fn the_writer_refuses_to_append_to_a_zip_that_does_not_start_with_mimetype() {
 /// A reader gives up on a commit that does not end within its lock timeout, naming the lock.
 #[test]
 fn a_reader_gives_up_on_a_lock_held_past_its_timeout() {
-    let dir = tempfile::tempdir().unwrap();
-    let (run, path) = run_with_writer(dir.path(), "r-held", WriterOptions::default());
-    run_test(&run, "first", 1, TestOutcome::Passed);
-    let (lock, lock_path) = hold_the_lock(&path);
+    let (_dir, path, lock, lock_path) = one_test_with_the_lock_held("r-held");
     let limits = ReaderLimits::default().with_lock_timeout(std::time::Duration::from_millis(100));
     let err = ArchiveReader::open_with(&path, limits).unwrap_err();
     assert!(matches!(err, TraceError::LockTimedOut { .. }), "{err:?}");
