@@ -1,0 +1,113 @@
+//! What a document declares, read as the OpenAPI versions say: status keys, server paths,
+//! operations by version, which media types are JSON, and what loading noted.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use kit_coverage::{OpenApiDocument, StatusKey};
+
+fn load(text: &str) -> OpenApiDocument {
+    OpenApiDocument::from_str(text, "documents.json").unwrap()
+}
+
+/// A document of one path whose one operation answers `responses` (a JSON object's members).
+fn one_operation(version: &str, extra: &str, responses: &str) -> OpenApiDocument {
+    load(&format!(
+        r#"{{"openapi":"{version}",{extra}"paths":{{"/a":{{"get":{{"responses":{{{responses}}}}}}}}}}}"#
+    ))
+}
+
+#[test]
+fn status_keys_are_codes_ranges_of_either_case_or_default_and_nothing_else() {
+    assert_eq!(StatusKey::parse("404"), Some(StatusKey::Code(404)));
+    assert_eq!(StatusKey::parse("2XX"), Some(StatusKey::Range(2)));
+    assert_eq!(StatusKey::parse("2xx"), Some(StatusKey::Range(2)));
+    assert_eq!(StatusKey::parse("default"), Some(StatusKey::Default));
+    for nonsense in ["2XY", "2YX", "x-note", "Default", "600", "20", "2000", ""] {
+        assert_eq!(StatusKey::parse(nonsense), None, "{nonsense}");
+    }
+    let doc = one_operation(
+        "3.0.3",
+        "",
+        r#""2xx":{},"2XY":{},"x-note":{},"default":{},"404":{}"#,
+    );
+    let keys: Vec<String> = doc.operations()[0]
+        .responses
+        .iter()
+        .map(|r| r.status.to_string())
+        .collect();
+    assert_eq!(keys, ["2XX", "default", "404"]);
+}
+
+#[test]
+fn a_server_url_gives_its_path_with_or_without_a_scheme() {
+    let servers = |url: &str| {
+        let extra = format!(r#""servers":[{{"url":"{url}"}}],"#);
+        one_operation("3.0.3", &extra, r#""200":{}"#)
+            .base_paths()
+            .to_vec()
+    };
+    assert_eq!(servers("https://api.example.com/v1?x=1"), ["/v1"]);
+    assert_eq!(servers("//api.example.com/v2"), ["/v2"]);
+    assert_eq!(servers("/v3#top"), ["/v3"]);
+}
+
+#[test]
+fn query_and_additional_operations_are_operations_only_from_openapi_3_2() {
+    let text = |version: &str| {
+        format!(
+            r#"{{"openapi":"{version}","paths":{{"/a":{{
+                "get":{{"responses":{{"200":{{}}}}}},
+                "query":{{"responses":{{"200":{{}}}}}},
+                "additionalOperations":{{"COPY":{{"responses":{{"200":{{}}}}}}}}}}}}}}"#
+        )
+    };
+    let methods = |version: &str| -> Vec<String> {
+        let doc = load(&text(version));
+        let mut methods: Vec<String> = doc.operations().iter().map(|o| o.method.clone()).collect();
+        methods.sort();
+        methods
+    };
+    assert_eq!(methods("3.2.0"), ["COPY", "GET", "QUERY"]);
+    assert_eq!(methods("3.1.0"), ["GET"]);
+}
+
+#[test]
+fn json_media_types_and_wildcards_declare_fields_and_others_none() {
+    let schema = r#"{"schema":{"type":"object","properties":{"id":{"type":"integer"}}}}"#;
+    let fields = |media_type: &str| {
+        let doc = one_operation(
+            "3.0.3",
+            "",
+            &format!(r#""200":{{"content":{{"{media_type}":{schema}}}}}"#),
+        );
+        doc.operations()[0].responses[0].fields.to_vec()
+    };
+    for json in [
+        "application/json",
+        "application/json; charset=utf-8",
+        "Application/JSON",
+        "application/problem+json",
+        "*/*",
+        "application/*",
+    ] {
+        assert_eq!(fields(json), ["$.id"], "{json}");
+    }
+    for other in ["text/plain", "application/xml", "application/jsonx", "text/*"] {
+        assert_eq!(fields(other), Vec::<String>::new(), "{other}");
+    }
+}
+
+#[test]
+fn loading_notes_references_it_did_not_follow() {
+    let local = one_operation("3.0.3", "", r#""200":{}"#);
+    assert_eq!(local.notes(), Vec::<String>::new());
+    let external = one_operation(
+        "3.0.3",
+        "",
+        r#""200":{"content":{"application/json":{"schema":{"$ref":"other.yaml#/Pet"}}}}"#,
+    );
+    assert_eq!(
+        external.notes(),
+        ["1 $ref(s) point outside the document and were not followed"]
+    );
+}
