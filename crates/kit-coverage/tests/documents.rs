@@ -111,3 +111,71 @@ fn loading_notes_references_it_did_not_follow() {
         ["1 $ref(s) point outside the document and were not followed"]
     );
 }
+
+/// A document whose components hold `schemas`, with one operation answering 200 with
+/// `response_schema` and 201 with `other_schema`.
+fn with_schemas(version: &str, schemas: &str, response_schema: &str, other_schema: &str) -> String {
+    let content = |schema: &str| format!(r#"{{"content":{{"application/json":{{"schema":{schema}}}}}}}"#);
+    format!(
+        r#"{{"openapi":"{version}","paths":{{"/a":{{"get":{{"responses":{{"200":{},"201":{}}}}}}}}},"components":{{"schemas":{schemas}}}}}"#,
+        content(response_schema),
+        content(other_schema)
+    )
+}
+
+fn fields_by_status(doc: &OpenApiDocument) -> Vec<Vec<String>> {
+    doc.operations()[0]
+        .responses
+        .iter()
+        .map(|r| r.fields.to_vec())
+        .collect()
+}
+
+#[test]
+fn a_reference_into_an_array_item_resolves() {
+    let doc = load(&with_schemas(
+        "3.0.3",
+        r#"{"A":{"allOf":[{"type":"object","properties":{"id":{"type":"integer"}}}]}}"#,
+        r##"{"$ref":"#/components/schemas/A/allOf/0"}"##,
+        r#"{"type":"string"}"#,
+    ));
+    assert_eq!(fields_by_status(&doc)[0], ["$.id"]);
+}
+
+#[test]
+fn references_under_properties_named_like_keywords_or_extensions_are_checked() {
+    for name in ["default", "example", "enum", "x-note", "examples"] {
+        let schemas =
+            format!(r##"{{"A":{{"type":"object","properties":{{"{name}":{{"$ref":"#/nowhere"}}}}}}}}"##);
+        let text = with_schemas("3.0.3", &schemas, r##"{"$ref":"#/components/schemas/A"}"##, "{}");
+        let error = OpenApiDocument::from_str(&text, "documents.json")
+            .expect_err(name)
+            .to_string();
+        assert!(error.contains("#/nowhere"), "{name}: {error}");
+    }
+    // An extension's value is data, whatever it holds.
+    let text = with_schemas(
+        "3.0.3",
+        r##"{"A":{"type":"object","x-data":{"$ref":"#/nowhere"}}}"##,
+        r##"{"$ref":"#/components/schemas/A"}"##,
+        "{}",
+    );
+    assert!(OpenApiDocument::from_str(&text, "documents.json").is_ok());
+}
+
+#[test]
+fn a_schema_with_keywords_beside_its_reference_has_fields_of_its_own() {
+    let doc = load(&with_schemas(
+        "3.1.0",
+        r#"{"A":{"type":"object","properties":{"id":{"type":"integer"}}}}"#,
+        r##"{"$ref":"#/components/schemas/A"}"##,
+        r##"{"$ref":"#/components/schemas/A","properties":{"extra":{"type":"string"}}}"##,
+    ));
+    assert_eq!(
+        fields_by_status(&doc),
+        [
+            vec!["$.id".to_owned()],
+            vec!["$.extra".to_owned(), "$.id".to_owned()]
+        ]
+    );
+}
