@@ -82,8 +82,10 @@ struct End {
 /// use kit_coverage::RouteTable;
 ///
 /// let mut table = RouteTable::new();
+/// assert!(table.is_empty());
 /// table.insert("/users/{user_id}");
 /// table.insert("/users/@me");
+/// assert_eq!((table.len(), table.is_empty()), (2, false));
 /// let me = table.find_path("/users/%40me", None).unwrap();
 /// assert_eq!(table.key(me), "/users/@me");
 /// let other = table.find_path("/users/42", None).unwrap();
