@@ -179,3 +179,16 @@ fn a_schema_with_keywords_beside_its_reference_has_fields_of_its_own() {
         ]
     );
 }
+
+#[test]
+fn versions_are_named_as_readers_know_them() {
+    for (head, name) in [
+        (r#""swagger":"2.0""#, "Swagger 2.0"),
+        (r#""openapi":"3.0.3""#, "OpenAPI 3.0"),
+        (r#""openapi":"3.1.0""#, "OpenAPI 3.1"),
+        (r#""openapi":"3.2.0""#, "OpenAPI 3.2"),
+    ] {
+        let doc = load(&format!(r#"{{{head},"paths":{{}}}}"#));
+        assert_eq!(doc.version().to_string(), name);
+    }
+}

@@ -179,11 +179,15 @@ fn misshapen_documents_say_what_is_wrong_where() {
 fn files_that_are_missing_or_not_utf8_name_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("missing.yaml");
-    let message = OpenApiDocument::from_path(&missing).unwrap_err().to_string();
+    let error = OpenApiDocument::from_path(&missing).unwrap_err();
+    let message = error.to_string();
     assert!(
         message.starts_with(&missing.display().to_string()) && message.contains("cannot read"),
         "{message}"
     );
+    assert_eq!(error.document(), missing.display().to_string());
+    let cause = std::error::Error::source(&error).expect("the I/O error is its source");
+    assert!(cause.downcast_ref::<std::io::Error>().is_some(), "{cause:?}");
     let latin1 = dir.path().join("latin1.yaml");
     std::fs::write(&latin1, b"openapi: 3.0.0\ninfo:\n  title: caf\xe9\n").unwrap();
     let message = OpenApiDocument::from_path(&latin1).unwrap_err().to_string();
