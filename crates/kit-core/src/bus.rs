@@ -931,6 +931,9 @@ mod tests {
         let test = TestId::generate();
         for round in 0..3 {
             thread::sleep(QUIET_BEFORE_SLEEP + LONGEST_NAP * 3);
+            eventually("an idle bus sleeping instead of ticking", || {
+                bus.inner.wake.sleeping.load(Ordering::SeqCst)
+            });
             bus.publish(event(test, round)).unwrap();
             eventually("delivery without a flush", || {
                 recording.len() == round as usize + 1
@@ -1052,6 +1055,71 @@ mod tests {
         thread::sleep(delay + LONGEST_NAP * 2);
         assert_eq!(full.load(Ordering::SeqCst), 2);
         assert_eq!(ended.load(Ordering::SeqCst), 2);
+    }
+
+    /// Holds the dispatcher in its first event until the test lets it go.
+    struct Gate {
+        entered: crossbeam_channel::Sender<()>,
+        release: Receiver<()>,
+        counts: CountsBoth,
+    }
+    impl Collector for Gate {
+        fn on_event(&mut self, _: &Event) {
+            let _ = self.entered.send(());
+            let _ = self.release.recv();
+        }
+        fn flush(&mut self) -> Result<(), CollectorError> {
+            self.counts.flush()
+        }
+        fn flush_ended(&mut self) -> Result<(), CollectorError> {
+            self.counts.flush_ended()
+        }
+    }
+
+    /// A requested start flush that queued behind a test's end while the dispatcher was busy
+    /// is taken up by that end's commit, which flushes only ended tests and leaves the
+    /// request due: everything is flushed once its delay is over, and not before.
+    #[test]
+    fn a_request_queued_behind_a_test_end_stays_due() {
+        let delay = Duration::from_millis(150);
+        let (full, ended) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let (entered, entered_rx) = bounded(1);
+        let (release, release_rx) = bounded(1);
+        let bus = Bus::builder()
+            .requested_flush_delay(delay)
+            .collector(Gate {
+                entered,
+                release: release_rx,
+                counts: CountsBoth {
+                    full: Arc::clone(&full),
+                    ended: Arc::clone(&ended),
+                },
+            })
+            .start();
+        bus.publish(event(TestId::generate(), 0)).unwrap();
+        entered_rx.recv().unwrap();
+        let ending = {
+            let bus = bus.clone();
+            thread::spawn(move || bus.flush_ended())
+        };
+        eventually("the test's end queued", || bus.inner.tx.len() == 1);
+        let requested = Instant::now();
+        bus.request_flush().unwrap();
+        assert_eq!(bus.inner.tx.len(), 2, "the request queued behind the end");
+        release.send(()).unwrap();
+        ending.join().unwrap().unwrap();
+        assert_eq!(ended.load(Ordering::SeqCst), 1);
+        let full_so_far = full.load(Ordering::SeqCst);
+        // Read before the clock: on a loaded machine the delay may be over already.
+        if requested.elapsed() < delay {
+            assert_eq!(full_so_far, 0, "the request is not due yet");
+        }
+        eventually("the requested flush", || full.load(Ordering::SeqCst) == 1);
+        assert!(
+            requested.elapsed() >= delay,
+            "flushed after {:?}",
+            requested.elapsed()
+        );
     }
 
     /// Alone, a requested flush happens once its delay is over, and not before; even when the
