@@ -805,6 +805,46 @@ fn the_writer_refuses_to_append_to_a_zip_that_does_not_start_with_mimetype() {
     assert_eq!(std::fs::read(&path).unwrap(), before);
 }
 
+/// A commit that finds another process's lock held waits for it, then commits.
+#[test]
+fn a_commit_waits_for_another_writers_lock() {
+    let (dir, path, lock, _) = one_test_with_the_lock_held("r-busy");
+    let (run, _) = run_with_writer(dir.path(), "r-busy", WriterOptions::default());
+    let hold = std::time::Duration::from_millis(100);
+    let releaser = std::thread::spawn(move || {
+        std::thread::sleep(hold);
+        lock.unlock().unwrap();
+    });
+    let started = std::time::Instant::now();
+    run_test(&run, "second", 1, TestOutcome::Passed);
+    assert!(
+        started.elapsed() >= hold,
+        "committed after {:?}",
+        started.elapsed()
+    );
+    releaser.join().unwrap();
+    let names: Vec<String> = read_all(&path).into_iter().map(|t| t.name).collect();
+    assert_eq!(names, ["first", "second"]);
+}
+
+/// A writer appending to an archive that has lost this run's manifest (a salvage can drop it)
+/// writes the manifest again.
+#[test]
+fn a_manifest_missing_from_the_archive_is_written_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kit-lost.kittrace");
+    write_zip(&path, &[(format::MIME_TYPE_ENTRY, format::MIME_TYPE.as_bytes())]);
+    let (run, written) = run_with_writer(dir.path(), "lost", WriterOptions::default());
+    assert_eq!(written, path);
+    run_test(&run, "t", 1, TestOutcome::Passed);
+    assert_eq!(count_entries(&path, |n| n.ends_with("manifest.json")), 1);
+    let reader = ArchiveReader::open(&path).unwrap();
+    assert_eq!(
+        reader.runs()[0].manifest.as_ref().map(|m| m.run_id.as_str()),
+        Some("lost")
+    );
+}
+
 /// A reader gives up on a commit that does not end within its lock timeout, naming the lock.
 #[test]
 fn a_reader_gives_up_on_a_lock_held_past_its_timeout() {
