@@ -227,6 +227,11 @@ impl KitExecutionContext {
             state.late += 1;
             return;
         }
+        self.send_locked(&mut state, id, parent, kind);
+    }
+
+    /// Numbers and publishes an event, `state` locked.
+    fn send_locked(&self, state: &mut EmitState, id: EventId, parent: Option<EventId>, kind: EventKind) {
         let event = Event {
             run_id: self.run_id().clone(),
             test_id: self.inner.test_id,
@@ -290,19 +295,19 @@ impl KitExecutionContext {
     /// Calling it twice sends nothing the second time.
     pub fn finish(&self, outcome: TestOutcome) -> Result<(), BusError> {
         let duration = self.elapsed();
-        {
-            let state = self.state();
+        // One critical section from the check to `finished`: of two tasks finishing the test
+        // at once, one records the end and the other returns.
+        let lost = {
+            let mut state = self.state();
             if state.finished {
                 return Ok(());
             }
-        }
-        self.send(
-            EventId::generate(),
-            Some(self.inner.root),
-            EventKind::TestFinished(TestFinished { outcome, duration }),
-        );
-        let lost = {
-            let mut state = self.state();
+            self.send_locked(
+                &mut state,
+                EventId::generate(),
+                Some(self.inner.root),
+                EventKind::TestFinished(TestFinished { outcome, duration }),
+            );
             state.finished = true;
             state.lost
         };
@@ -464,6 +469,36 @@ mod tests {
         ctx.flush().unwrap();
         assert_eq!(recording.len(), 2);
         assert_eq!(ctx.late_events(), 1);
+    }
+
+    /// Two tasks of one test that finish it at once record one end between them.
+    #[test]
+    fn a_test_finished_from_two_threads_at_once_ends_once() {
+        let (run, recording) = run();
+        for _ in 0..300 {
+            let ctx = run.begin_test(TestStarted::new("t"));
+            let together = std::sync::Barrier::new(2);
+            std::thread::scope(|s| {
+                for outcome in [
+                    TestOutcome::Passed,
+                    TestOutcome::Failed {
+                        message: "the other task".into(),
+                    },
+                ] {
+                    let (ctx, together) = (ctx.clone(), &together);
+                    s.spawn(move || {
+                        together.wait();
+                        ctx.finish(outcome).unwrap();
+                    });
+                }
+            });
+            let ends = recording
+                .events_of(ctx.test_id())
+                .iter()
+                .filter(|e| matches!(e.kind, EventKind::TestFinished(_)))
+                .count();
+            assert_eq!(ends, 1);
+        }
     }
 
     #[test]
