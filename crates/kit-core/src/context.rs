@@ -313,11 +313,13 @@ impl KitExecutionContext {
         };
         // Its own end, not the starts of the tests around it: those commit at their due time
         // or with their ends (see `Bus::flush_ended`).
-        self.inner.run.bus().flush_ended()?;
+        let flushed = self.inner.run.bus().flush_ended();
+        // A bus shut down mid-test refuses the flush too; the count of what this test lost
+        // says more than the flush's own refusal.
         if lost > 0 {
             return Err(BusError::Closed { lost });
         }
-        Ok(())
+        flushed
     }
 
     /// Events sent after [`finish`](Self::finish), which were not delivered.
@@ -462,13 +464,52 @@ mod tests {
         let ctx = run.begin_test(TestStarted::new("t"));
         ctx.finish(TestOutcome::Passed).unwrap();
         ctx.observe(None, Observation::new("late", Attributes::new()));
+        ctx.attach(None, Attachment::new("late", "text/plain", b"x".to_vec()));
         ctx.finish(TestOutcome::Failed {
             message: "again".into(),
         })
         .unwrap();
         ctx.flush().unwrap();
         assert_eq!(recording.len(), 2);
-        assert_eq!(ctx.late_events(), 1);
+        assert_eq!(ctx.late_events(), 2);
+    }
+
+    /// Events a test sends after the bus shut down are lost, and its end says how many.
+    #[test]
+    fn a_test_on_a_shut_bus_reports_how_many_events_it_lost() {
+        let (run, recording) = run();
+        let ctx = run.begin_test(TestStarted::new("t"));
+        run.bus().shutdown().unwrap();
+        ctx.observe(None, Observation::new("lost", Attributes::new()));
+        ctx.observe(None, Observation::new("lost too", Attributes::new()));
+        match ctx.finish(TestOutcome::Passed) {
+            // Two observations and the end.
+            Err(BusError::Closed { lost }) => assert_eq!(lost, 3),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(recording.len(), 1, "only the start was delivered");
+    }
+
+    #[test]
+    fn an_operation_ended_explicitly_ends_once_with_its_own_status() {
+        let (run, recording) = run();
+        let ctx = run.begin_test(TestStarted::new("t"));
+        let op = ctx.start_operation(None, OperationStarted::new("http.request", "x"));
+        op.end(
+            OperationStatus::Ok,
+            Attributes::new().with("http.response.status_code", 200),
+        );
+        ctx.finish(TestOutcome::Passed).unwrap();
+        let ends: Vec<OperationEnded> = recording
+            .events()
+            .into_iter()
+            .filter_map(|e| match e.kind {
+                EventKind::OperationEnded(end) => Some(end),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ends.len(), 1, "{ends:?}");
+        assert_eq!(ends[0].status, OperationStatus::Ok);
     }
 
     /// Two tasks of one test that finish it at once record one end between them.
