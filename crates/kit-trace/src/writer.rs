@@ -693,7 +693,8 @@ mod tests {
     use std::sync::Mutex;
 
     use kit_core::{
-        Attributes, Bus, Configuration, KitBuilder, KitRun, Observation, TestOutcome, TestStarted,
+        Attributes, Bus, Configuration, KitBuilder, KitRun, Observation, OperationStarted, OperationStatus,
+        TestOutcome, TestStarted,
     };
 
     use super::*;
@@ -716,20 +717,72 @@ mod tests {
         }
     }
 
+    /// A run whose bus writes through a writer the test can look into.
+    fn shared_run(dir: &Path, run_id: &str) -> (KitRun, Arc<Mutex<ArchiveWriter>>) {
+        let run_id = RunId::new(run_id).unwrap();
+        let manifest = RunManifest::new(run_id.clone(), "cargo-test");
+        let writer = Arc::new(Mutex::new(ArchiveWriter::create(dir, manifest).unwrap()));
+        let bus = Bus::builder().collector(Shared(Arc::clone(&writer))).start();
+        let host = KitBuilder::new(Configuration::new()).build().unwrap().host;
+        (KitRun::new(host, bus, run_id), writer)
+    }
+
+    /// A test as the runner runs one: its start flushed, then `operations` requests of three
+    /// events each, then its end.
+    fn run_test(run: &KitRun, name: &str, operations: usize) {
+        let ctx = run.begin_test(TestStarted::new(name));
+        ctx.flush().unwrap();
+        for _ in 0..operations {
+            let op = ctx.start_operation(None, OperationStarted::new("http.request", "GET /"));
+            op.observe(Observation::new("http.response", Attributes::new()));
+            op.end(OperationStatus::Ok, Attributes::new());
+        }
+        ctx.finish(TestOutcome::Passed).unwrap();
+    }
+
+    #[test]
+    fn the_writers_stats_count_its_commits_events_entries_and_repairs() {
+        let dir = tempfile::tempdir().unwrap();
+        let (run, writer) = shared_run(dir.path(), "stats");
+        // Two commits: the start, then the rest.
+        run_test(&run, "one", 2);
+        // One commit, with a blob.
+        let ctx = run.begin_test(TestStarted::new("two"));
+        let body = "large ".repeat(4000).into_bytes();
+        ctx.attach(None, Attachment::new("body", "text/plain", body));
+        ctx.finish(TestOutcome::Passed).unwrap();
+        let stats = writer.lock().unwrap().stats();
+        assert_eq!(
+            (stats.commits, stats.events, stats.repairs),
+            (3, 2 + 2 * 3 + 3, 0)
+        );
+        // mimetype, manifest, three segments, one blob.
+        assert_eq!(stats.entries, 6);
+        let path = writer.lock().unwrap().path().to_owned();
+        let file = File::open(&path).unwrap();
+        let len = file.metadata().unwrap().len();
+        assert_eq!(zipfile::read_directory(&file, len).unwrap().entries.len(), 6);
+
+        // A killed writer's half-written append, which the next writer repairs once.
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes.truncate(bytes.len() - 30);
+        std::fs::write(&path, &bytes).unwrap();
+        let (run, writer) = shared_run(dir.path(), "stats");
+        run_test(&run, "three", 1);
+        run_test(&run, "four", 1);
+        let stats = writer.lock().unwrap().stats();
+        assert_eq!((stats.commits, stats.repairs), (4, 1));
+    }
+
     #[test]
     fn emptied_buffers_are_kept_for_later_tests_up_to_a_count_and_a_size() {
         let dir = tempfile::tempdir().unwrap();
-        let run_id = RunId::new("spare").unwrap();
-        let manifest = RunManifest::new(run_id.clone(), "cargo-test");
-        let writer = Arc::new(Mutex::new(ArchiveWriter::create(dir.path(), manifest).unwrap()));
+        let (run, writer) = shared_run(dir.path(), "spare");
         let debug = format!("{:?}", writer.lock().unwrap());
         assert!(
             debug.starts_with("ArchiveWriter {") && debug.contains("kit-spare.kittrace"),
             "{debug}"
         );
-        let bus = Bus::builder().collector(Shared(Arc::clone(&writer))).start();
-        let host = KitBuilder::new(Configuration::new()).build().unwrap().host;
-        let run = KitRun::new(host, bus, run_id);
         let spare = || writer.lock().unwrap().spare.len();
 
         run.begin_test(TestStarted::new("short"))

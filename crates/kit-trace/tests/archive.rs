@@ -24,13 +24,9 @@ fn run_on(bus: BusBuilder, dir: &Path, run_id: &str, options: WriterOptions) -> 
 /// A run whose bus is `bus` with `writer` added, and the archive it writes.
 fn run_into(bus: BusBuilder, writer: ArchiveWriter, run_id: RunId) -> (KitRun, PathBuf) {
     let path = writer.path().to_owned();
-    (start_run(bus.collector(writer), run_id), path)
-}
-
-/// A run on a bus started from `bus`.
-fn start_run(bus: BusBuilder, run_id: RunId) -> KitRun {
+    let bus = bus.collector(writer).start();
     let host = KitBuilder::new(Configuration::new()).build().unwrap().host;
-    KitRun::new(host, bus.start(), run_id)
+    (KitRun::new(host, bus, run_id), path)
 }
 
 fn run_test(run: &KitRun, name: &str, requests: usize, outcome: TestOutcome) -> TestId {
@@ -716,80 +712,6 @@ fn the_end_of_a_run_commits_what_running_tests_had_buffered() {
     let segments = segments_per_test(&path);
     assert_eq!(segments[&busy.test_id().to_string()], 2);
     assert_eq!(segments[&idle.test_id().to_string()], 1);
-}
-
-/// A collector that is an archive writer, and lets the test read its stats after each flush.
-struct Watched {
-    writer: ArchiveWriter,
-    stats: std::sync::Arc<std::sync::Mutex<WriterStats>>,
-}
-
-impl Watched {
-    fn after<T>(&mut self, result: T) -> T {
-        *self.stats.lock().unwrap() = self.writer.stats();
-        result
-    }
-}
-
-impl Collector for Watched {
-    fn on_event(&mut self, event: &Event) {
-        self.writer.on_event(event);
-    }
-    fn flush(&mut self) -> Result<(), CollectorError> {
-        let result = self.writer.flush();
-        self.after(result)
-    }
-    fn flush_ended(&mut self) -> Result<(), CollectorError> {
-        let result = self.writer.flush_ended();
-        self.after(result)
-    }
-    fn finish(&mut self) -> Result<(), CollectorError> {
-        let result = self.writer.finish();
-        self.after(result)
-    }
-}
-
-/// A run whose writer's stats the test can read.
-fn watched_run(dir: &Path, run_id: &str) -> (KitRun, PathBuf, std::sync::Arc<std::sync::Mutex<WriterStats>>) {
-    let run_id = RunId::new(run_id).unwrap();
-    let writer = ArchiveWriter::create(dir, RunManifest::new(run_id.clone(), "cargo-test")).unwrap();
-    let path = writer.path().to_owned();
-    let stats = std::sync::Arc::default();
-    let watched = Watched {
-        writer,
-        stats: std::sync::Arc::clone(&stats),
-    };
-    (start_run(Bus::builder().collector(watched), run_id), path, stats)
-}
-
-#[test]
-fn the_writers_stats_count_its_commits_events_entries_and_repairs() {
-    let dir = tempfile::tempdir().unwrap();
-    let (run, path, stats) = watched_run(dir.path(), "r-stats");
-    // Two commits: the start, flushed as the runner does, then the rest.
-    run_test(&run, "one", 2, TestOutcome::Passed);
-    // One commit, with a blob.
-    let ctx = run.begin_test(TestStarted::new("two"));
-    ctx.attach(
-        None,
-        Attachment::new("body", "text/plain", "large ".repeat(4000).into_bytes()),
-    );
-    ctx.finish(TestOutcome::Passed).unwrap();
-    let seen = *stats.lock().unwrap();
-    assert_eq!((seen.commits, seen.events, seen.repairs), (3, 2 + 2 * 3 + 3, 0));
-    // mimetype, manifest, three segments, one blob.
-    assert_eq!(seen.entries, 6);
-    assert_eq!(entry_names(&path).len(), 6);
-
-    // A killed writer's half-written append, which the next writer repairs once.
-    let mut bytes = std::fs::read(&path).unwrap();
-    bytes.truncate(bytes.len() - 30);
-    std::fs::write(&path, &bytes).unwrap();
-    let (run, _, stats) = watched_run(dir.path(), "r-stats");
-    run_test(&run, "three", 1, TestOutcome::Passed);
-    run_test(&run, "four", 1, TestOutcome::Passed);
-    let seen = *stats.lock().unwrap();
-    assert_eq!((seen.commits, seen.repairs), (4, 1));
 }
 
 #[test]
