@@ -1041,6 +1041,7 @@ mod tests {
             r#"{"a":"unterminated"#,
             r#"{"a":[1,2"#,
             r#"{"a":"ends in a backslash\"#,
+            r#"[1]"a string after the document, cut in an escape\"#,
             "",
         ] {
             assert_eq!(pretty_json(text), text);

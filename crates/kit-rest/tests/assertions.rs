@@ -56,6 +56,8 @@ fn api() -> Router {
             get(|| async { ([(header::CONTENT_TYPE, "application/json")], "null") }),
         )
         .route("/text", get(|| async { "hello" }))
+        .route("/five-lines", get(|| async { "one\ntwo\nthree\nfour\nfive" }))
+        .route("/six-lines", get(|| async { "one\ntwo\nthree\nfour\nfive\nsix" }))
         .route(
             "/broken",
             get(|| async { ([(header::CONTENT_TYPE, "application/json")], "{\"a\": ") }),
@@ -112,6 +114,7 @@ impl Fixture {
 fn failure(f: impl FnOnce()) -> String {
     let payload = catch_unwind(AssertUnwindSafe(f)).expect_err("the assertion should fail");
     if let Some(e) = payload.downcast_ref::<RestAssertionError>() {
+        assert_eq!(e.message(), e.to_string(), "message() is what prints");
         return e.to_string();
     }
     if let Some(e) = payload.downcast_ref::<RestStatusAssertionError>() {
@@ -436,9 +439,11 @@ async fn a_seven_mismatch_shape_failure_lists_them_all_with_paths() {
         "{source}"
     );
     assert!(mismatch.matched_properties.contains(&"$.lines[0].sku".to_owned()));
+    // The bus delivers on its own thread: what the collector holds is complete once flushed.
+    ctx.flush().unwrap();
     let shape_op = f
         .recording
-        .events()
+        .events_of(ctx.test_id())
         .into_iter()
         .find_map(|e| match e.kind {
             EventKind::OperationStarted(op) if op.name == semconv::OP_ASSERT_JSON_SHAPE => {
@@ -635,6 +640,31 @@ async fn negated_assertions_are_marked_and_repeated_shapes_numbered() {
             "rest-01-expected-shape-03"
         ]
     );
+}
+
+#[tokio::test]
+async fn a_failure_shows_the_first_five_lines_of_the_body_and_marks_the_rest() {
+    let f = fixture();
+    let ctx = f.test();
+    let five = ctx.rest().get("/five-lines").await;
+    let message = failure(|| {
+        five.should().have_header("x-missing");
+    });
+    assert!(
+        message.ends_with(
+            "body:     one\n            two\n            three\n            four\n            five"
+        ),
+        "{message}"
+    );
+    let six = ctx.rest().get("/six-lines").await;
+    let message = failure(|| {
+        six.should().have_header("x-missing");
+    });
+    assert!(
+        message.ends_with("            five\n            …"),
+        "{message:?}"
+    );
+    assert!(!message.contains("\n            six"), "{message}");
 }
 
 // === reads ===

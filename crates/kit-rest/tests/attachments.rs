@@ -130,8 +130,18 @@ async fn without_capture_attachments_nothing_is_attached_but_requests_are_traced
         });
     });
     two_requests(&run, "quiet").await;
+    // Expected shapes are attachments too, though each kind's own switch is on by default.
+    let ctx = run
+        .run
+        .begin_test(TestStarted::new("quiet shape").with_application(Some("api".into())));
+    let items = ctx.rest().get("/items").await;
+    items
+        .should()
+        .match_shape(serde_json::json!([{ "id": 1 }, { "id": 2 }]));
+    ctx.finish(TestOutcome::Passed).unwrap();
     let tests = tests_of(&run);
-    assert!(attachments(&tests[0]).is_empty());
+    assert_eq!(tests.len(), 2);
+    assert!(tests.iter().all(|t| attachments(t).is_empty()));
     let requests = tests[0]
         .events
         .iter()
