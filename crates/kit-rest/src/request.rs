@@ -850,5 +850,21 @@ mod tests {
             "/orders/{id}"
         );
         assert_eq!(route_template("https://h.example"), "/");
+        assert_eq!(route_template("http://h/a/b"), "/a/b");
+    }
+
+    #[test]
+    fn protocol_versions_read_as_opentelemetry_writes_them() {
+        use http::Version;
+        let versions = [
+            (Version::HTTP_09, "0.9"),
+            (Version::HTTP_10, "1.0"),
+            (Version::HTTP_11, "1.1"),
+            (Version::HTTP_2, "2"),
+            (Version::HTTP_3, "3"),
+        ];
+        for (version, text) in versions {
+            assert_eq!(protocol_version(version), text, "{version:?}");
+        }
     }
 }

@@ -548,6 +548,66 @@ mod tests {
         assert!(!serializes_to(&serde_bytes_like(), &kept(&serde_bytes_like())));
     }
 
+    /// Each kind of value the serializer can meet, against a tree that differs from it in
+    /// that value alone. A walk that took one for the same would assert the last shape's text
+    /// instead of this one.
+    #[test]
+    fn every_kind_of_value_is_compared_not_assumed() {
+        use std::collections::BTreeMap;
+        #[derive(Serialize)]
+        struct Unit;
+        #[derive(Serialize, PartialEq, Eq, PartialOrd, Ord)]
+        struct Newtype(u8);
+        #[derive(Serialize, PartialEq, Eq, PartialOrd, Ord)]
+        enum Key {
+            Named(u8),
+        }
+        let some_key: BTreeMap<Option<&str>, u8> = [(Some("a"), 1)].into();
+        let newtype_key: BTreeMap<Newtype, u8> = [(Newtype(1), 1)].into();
+        let variant_key: BTreeMap<Key, u8> = [(Key::Named(1), 1)].into();
+        let differing: [(&dyn erased::Shape, Value); 12] = [
+            (&json!([true]), json!([false])),
+            (&-4i64, json!(-3)),
+            (&'d', json!("c")),
+            (&None::<u8>, json!(0)),
+            (&Some(1u8), json!(2)),
+            (&(), json!(1)),
+            (&Unit, json!(1)),
+            (&Newtype(1), json!(2)),
+            // A variant's tree is an object of that one member.
+            (&Kind::Wrapped(7), json!({"Wrapped": 7, "x": 1})),
+            // Names of other types than strings are never taken, whatever they would write.
+            (&some_key, json!({"b": 1})),
+            (&newtype_key, json!({"2": 1})),
+            (&variant_key, json!({"Other": 1})),
+        ];
+        for (shape, tree) in differing {
+            assert!(!shape.same_as(&tree), "{tree}");
+        }
+        // And each, against its own tree, is the same (where serde_json writes it from one).
+        assert!(serializes_to(&[false], &json!([false])));
+        assert!(serializes_to(&-3i64, &json!(-3)));
+        assert!(serializes_to(&'c', &json!("c")));
+        assert!(serializes_to(&None::<u8>, &json!(null)));
+        assert!(serializes_to(&Some(2u8), &json!(2)));
+        assert!(serializes_to(&(), &json!(null)));
+        assert!(serializes_to(&Unit, &json!(null)));
+        assert!(serializes_to(&Newtype(2), &json!(2)));
+    }
+
+    /// Shapes of different types in one list.
+    mod erased {
+        pub(super) trait Shape {
+            fn same_as(&self, tree: &serde_json::Value) -> bool;
+        }
+
+        impl<T: serde::Serialize> Shape for T {
+            fn same_as(&self, tree: &serde_json::Value) -> bool {
+                super::serializes_to(self, tree)
+            }
+        }
+    }
+
     /// Bytes serialized as bytes (what `serde_bytes` does).
     fn serde_bytes_like() -> impl Serialize {
         struct Bytes;

@@ -27,6 +27,29 @@ fn orders() -> Router {
         )
         .route("/api/orders/{id}", get(|| async { "one" }))
         .route("/big", get(|| async { "x".repeat(4096) }))
+        .route(
+            "/chunked",
+            // The same 4 096 bytes in four chunks, with no Content-Length.
+            get(|| async {
+                let chunk = axum::body::Bytes::from(vec![b'x'; 1024]);
+                axum::body::Body::from_stream(futures_util::stream::iter(
+                    [chunk.clone(), chunk.clone(), chunk.clone(), chunk].map(Ok::<_, std::io::Error>),
+                ))
+            }),
+        )
+        .route(
+            "/slow",
+            get(|| async {
+                // The server has a thread of its own: blocking it delays only this answer.
+                std::thread::sleep(std::time::Duration::from_millis(30));
+                "late"
+            }),
+        )
+}
+
+/// Answers every request with the path it was sent to.
+fn echo() -> Router {
+    Router::new().fallback(|uri: axum::http::Uri| async move { format!("path={}", uri.path()) })
 }
 
 fn run_with(configure: impl FnOnce(&mut KitBuilder)) -> (KitRun, RecordingCollector) {
@@ -105,6 +128,10 @@ async fn a_request_records_its_operation_with_its_response_under_it() {
         Some(201)
     );
     assert_eq!(obs.attributes.get_str(semconv::HTTP_ROUTE), Some("/orders"));
+    assert_eq!(
+        obs.attributes.get_str(semconv::NETWORK_PROTOCOL_VERSION),
+        Some("1.1")
+    );
     let EventKind::OperationEnded(end) = &events[3].kind else {
         panic!()
     };
@@ -252,5 +279,221 @@ async fn a_body_over_the_limit_fails_naming_the_request_and_the_limit() {
     assert!(
         err.starts_with("GET /big - the response body is larger than MaxResponseBodyBytes (1000 bytes)"),
         "{err}"
+    );
+}
+
+/// The client's own server, and the test's run and context with a client based on it.
+fn orders_test() -> (KitRun, RecordingCollector, KitExecutionContext) {
+    let base = serve(orders());
+    let (run, recording) = run_with(|kit| {
+        kit.add_application("orders", |app| {
+            app.add_rest(|rest| {
+                rest.add_client().base_url(&base);
+            });
+        });
+    });
+    let ctx = ctx_for(&run, "orders");
+    (run, recording, ctx)
+}
+
+#[tokio::test]
+async fn what_cannot_be_sent_fails_the_request_naming_it_and_the_first_problem_wins() {
+    let (_run, recording, ctx) = orders_test();
+    let keys_not_strings: std::collections::BTreeMap<(u8, u8), u8> = [((1, 2), 3)].into();
+    let cases = [
+        (
+            ctx.rest().header("bad name", "x"),
+            r#""bad name" is not a valid header name"#,
+        ),
+        (
+            ctx.rest().header("x-ok", "line\nbreak"),
+            r#"the value of header "x-ok" is not a valid header value"#,
+        ),
+        (
+            ctx.rest().bytes(vec![1u8], "text/\nplain"),
+            r#"the content type "text/\nplain" is not a valid header value"#,
+        ),
+        (
+            ctx.rest().body(&keys_not_strings),
+            "the body does not serialize to JSON: key must be a string",
+        ),
+        (
+            ctx.rest().form(&serde_json::json!({ "a": { "b": 1 } })),
+            "the form does not serialize: unsupported value",
+        ),
+        (
+            ctx.rest().header("bad name", "x").header("x-ok", "\n"),
+            r#""bad name" is not a valid header name"#,
+        ),
+    ];
+    for (builder, problem) in cases {
+        let err = builder.get("/api/orders/1").try_send().await.unwrap_err();
+        assert!(matches!(err, RestError::InvalidRequest { .. }), "{err:?}");
+        assert_eq!(err.to_string(), format!("GET /api/orders/1 - {problem}"));
+    }
+    ctx.finish(TestOutcome::Passed).unwrap();
+    assert_eq!(
+        recording.tree(ctx.test_id()),
+        format!("test\n{}", "  http.failure\n".repeat(6)),
+        "nothing was sent"
+    );
+}
+
+#[tokio::test]
+async fn an_absolute_url_goes_where_it_says_and_a_route_with_a_colon_stays_under_the_base() {
+    let elsewhere = serve(echo());
+    let base = serve(echo());
+    let (run, recording) = run_with(|kit| {
+        kit.add_application("echo", |app| {
+            app.add_rest(|rest| {
+                rest.add_client().base_url(&format!("{base}/v1"));
+            });
+        });
+    });
+    let ctx = ctx_for(&run, "echo");
+    let away = ctx.rest().get(&format!("{elsewhere}/elsewhere?x=1")).await;
+    assert_eq!(away.content(), "path=/elsewhere");
+    assert_eq!(away.url(), format!("{elsewhere}/elsewhere?x=1"));
+    // A custom method (`books:archive`) parses as a URL with a scheme and no host: it is a
+    // route like any other.
+    let custom = ctx.rest().post("books:archive").await;
+    assert_eq!(custom.content(), "path=/v1/books:archive");
+    ctx.finish(TestOutcome::Passed).unwrap();
+    let routes: Vec<String> = recording
+        .events_of(ctx.test_id())
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            EventKind::OperationStarted(op) => op.attributes.get_str(semconv::HTTP_ROUTE).map(str::to_owned),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(routes, ["/elsewhere", "books:archive"]);
+}
+
+#[tokio::test]
+async fn a_body_of_exactly_the_limit_is_read_whole_with_or_without_a_length() {
+    let base = serve(orders());
+    for (limit, fits) in [(4096, true), (4095, false)] {
+        let mut config = Configuration::new();
+        config.set("Kit:Rest:Responses:MaxResponseBodyBytes", limit.to_string());
+        let (run, _) = run_with(|kit| {
+            *kit.configuration_mut() = config;
+            kit.add_application("orders", |app| {
+                app.add_rest(|rest| {
+                    rest.add_client().base_url(&base);
+                });
+            });
+        });
+        let ctx = ctx_for(&run, "orders");
+        for route in ["/big", "/chunked"] {
+            let result = ctx.rest().get(route).try_send().await;
+            if fits {
+                assert_eq!(result.unwrap().content_bytes().len(), 4096, "{route}");
+            } else {
+                let err = result.unwrap_err();
+                assert!(
+                    matches!(err, RestError::BodyTooLarge { limit: 4095, .. }),
+                    "{route}: {err:?}"
+                );
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_connection_closed_inside_the_body_is_a_body_failure() {
+    // Promises 100 bytes, sends 5, closes.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        use std::io::{BufRead, Write};
+        let (stream, _) = listener.accept().unwrap();
+        let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+        let mut line = String::new();
+        while reader.read_line(&mut line).unwrap() > 0 && line != "\r\n" {
+            line.clear();
+        }
+        (&stream)
+            .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort")
+            .unwrap();
+    });
+    let (run, recording) = run_with(|kit| {
+        kit.add_application("cut", |app| {
+            app.add_rest(|rest| {
+                rest.add_client().base_url(&format!("http://{address}"));
+            });
+        });
+    });
+    let ctx = ctx_for(&run, "cut");
+    let err = ctx.rest().get("/cut").try_send().await.unwrap_err();
+    assert!(matches!(err, RestError::Transport { .. }), "{err:?}");
+    ctx.finish(TestOutcome::Passed).unwrap();
+    let kinds: Vec<String> = recording
+        .events_of(ctx.test_id())
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Observation(o) if o.name == semconv::OBS_HTTP_FAILURE => {
+                o.attributes.get_str(semconv::ERROR_TYPE).map(str::to_owned)
+            }
+            EventKind::OperationEnded(end) => end.attributes.get_str(semconv::ERROR_TYPE).map(str::to_owned),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(kinds, ["body", "body"]);
+}
+
+#[tokio::test]
+async fn a_request_and_its_response_say_what_they_are() {
+    let (_run, recording, ctx) = orders_test();
+    let builder = ctx.rest().header("x-a", "1").header("x-b", "2");
+    let shown = format!("{builder:?}");
+    assert!(
+        shown.starts_with("RestRequestBuilder { client: Ok(") && shown.ends_with("headers: 2, .. }"),
+        "{shown}"
+    );
+    let pending = builder.post("/api/orders");
+    assert_eq!(format!("{pending:?}"), "PendingRequest(POST /api/orders)");
+    let created = pending.await;
+    assert_eq!(
+        format!("{created:?}"),
+        "RestResponse { request: POST /api/orders, status: 201, body_len: 8, .. }"
+    );
+    assert!(created.is_success_status_code());
+    assert!(!ctx.rest().get("/nowhere").await.is_success_status_code());
+    let slow = ctx.rest().get("/slow").await;
+    assert!(
+        slow.elapsed_time() >= std::time::Duration::from_millis(30),
+        "{:?}",
+        slow.elapsed_time()
+    );
+
+    // A failure names the request's method; the assertion is recorded by the request's client.
+    let message = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        created.should().have_http_status(http::StatusCode::OK);
+    }))
+    .unwrap_err()
+    .downcast::<RestStatusAssertionError>()
+    .unwrap()
+    .to_string();
+    assert!(message.contains("\n  request:  POST http://"), "{message}");
+    ctx.finish(TestOutcome::Passed).unwrap();
+    let entities: Vec<(String, Option<String>)> = recording
+        .events_of(ctx.test_id())
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            EventKind::OperationStarted(op) => {
+                Some((op.name.into_owned(), op.entity.as_deref().map(str::to_owned)))
+            }
+            _ => None,
+        })
+        .collect();
+    let client = Some("client:reqwest::Client:Rest:orders:Default".to_owned());
+    assert_eq!(
+        entities.last(),
+        Some(&(semconv::OP_ASSERT_STATUS.to_owned(), client.clone()))
+    );
+    assert!(
+        entities.iter().all(|(_, entity)| *entity == client),
+        "{entities:?}"
     );
 }
