@@ -24,7 +24,7 @@
 //! | `SessionSignIn` | `Url`, `Format` (`form`, the default, or `json`), `Fields:{name}` |
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::hash::{Hash, Hasher};
@@ -513,9 +513,10 @@ enum SignInBody {
     Json(serde_json::Value),
 }
 
-/// A sign-in request, made once per test (per client and credentials) before the test's first
-/// request that needs it; the session cookie it sets stays in that test's cookie jar, so
-/// parallel tests never share a session. The sign-in is traced (redacted) like any request; a
+/// A sign-in request, made before the test's first request that needs it, and again only when
+/// a request of the test signs in on the same client with other credentials (a test that
+/// switches users and back signs in at each switch); the session cookie it sets stays in that
+/// test's cookie jar, so parallel tests never share a session. The sign-in is traced (redacted) like any request; a
 /// status that is not 2xx or 3xx fails the request that needed it.
 #[derive(Clone)]
 pub struct SessionSignIn {
@@ -583,10 +584,12 @@ impl SessionSignIn {
     }
 }
 
-/// Sign-ins a test has done, by client and credentials; the lock keeps two tasks of one test
-/// from signing in twice.
+/// Whose session each client of a test holds: the credentials of its last sign-in, by client
+/// name. A set of every sign-in done would skip signing back in as a user the test had
+/// switched away from, and send that user's requests with the other user's session. The
+/// lock keeps two tasks of one test from signing in twice.
 #[derive(Default)]
-struct SignedIn(Arc<tokio::sync::Mutex<HashSet<(String, u64)>>>);
+struct SignedIn(Arc<tokio::sync::Mutex<HashMap<String, u64>>>);
 
 impl AuthScheme for SessionSignIn {
     fn kind(&self) -> Cow<'static, str> {
@@ -607,8 +610,8 @@ impl AuthScheme for SessionSignIn {
                 .context()
                 .with_extensions(|ext| Arc::clone(&ext.get_or_insert_with(SignedIn::default).0));
             let mut done = done.lock().await;
-            let key = (target.client_name().to_owned(), self.identity());
-            if done.contains(&key) {
+            let identity = self.identity();
+            if done.get(target.client_name()) == Some(&identity) {
                 return Ok(());
             }
             let request = match &self.body {
@@ -627,7 +630,7 @@ impl AuthScheme for SessionSignIn {
                     crate::assertions::status_text(status)
                 )));
             }
-            done.insert(key);
+            done.insert(target.client_name().to_owned(), identity);
             Ok(())
         })
     }

@@ -682,3 +682,196 @@ async fn no_credential_or_token_reaches_the_archive() {
         );
     }
 }
+
+/// The `kit.auth.kind` of each request to `route` in the archive, in order.
+fn kinds_sent_to(f: &Fixture, route: &str) -> Vec<Option<String>> {
+    ArchiveReader::open(&f.archive)
+        .unwrap()
+        .tests()
+        .flat_map(|t| t.unwrap().events)
+        .filter_map(|e| match e.kind {
+            EventKind::OperationStarted(op)
+                if op.name == semconv::OP_HTTP_REQUEST
+                    && op.attributes.get_str(semconv::HTTP_ROUTE) == Some(route) =>
+            {
+                Some(op.attributes.get_str(semconv::KIT_AUTH_KIND).map(str::to_owned))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn every_kind_is_recorded_by_its_name_and_debug_shows_no_credential() {
+    let f = fixture(&[], |_| {});
+    let ctx = f.test(None);
+    let sign_in = SessionSignIn::form("/login", [("user", "ada"), ("password", SIGN_IN_PASSWORD)]);
+    let schemes: [(Arc<dyn AuthScheme>, &str); 5] = [
+        (
+            Arc::new(Basic::new("ada", BASIC_PASSWORD)),
+            r#"Basic { username: "ada", .. }"#,
+        ),
+        (Arc::new(Bearer::new(BEARER_TOKEN)), "Bearer(..)"),
+        (
+            Arc::new(ApiKey::header("x-api-key", API_KEY)),
+            r#"ApiKey { name: "x-api-key", in: Header, .. }"#,
+        ),
+        (
+            Arc::new(
+                OAuth2ClientCredentials::new("/oauth/token", "svc", CLIENT_SECRET).scopes(["orders:read"]),
+            ),
+            r#"OAuth2ClientCredentials { token_url: "/oauth/token", client_id: "svc", scopes: ["orders:read"], .. }"#,
+        ),
+        (
+            Arc::new(sign_in.clone()),
+            r#"SessionSignIn { url: "/login", .. }"#,
+        ),
+    ];
+    let shown = [
+        format!("{:?}", Basic::new("ada", BASIC_PASSWORD)),
+        format!("{:?}", Bearer::new(BEARER_TOKEN)),
+        format!("{:?}", ApiKey::header("x-api-key", API_KEY)),
+        format!(
+            "{:?}",
+            OAuth2ClientCredentials::new("/oauth/token", "svc", CLIENT_SECRET).scopes(["orders:read"])
+        ),
+        format!("{sign_in:?}"),
+    ];
+    for ((scheme, debug), shown) in schemes.iter().zip(&shown) {
+        assert_eq!(shown, debug);
+        ctx.rest().auth(Arc::clone(scheme)).get("/whoami").await;
+    }
+    ctx.finish(TestOutcome::Passed).unwrap();
+    assert_eq!(
+        kinds_sent_to(&f, "/whoami"),
+        [
+            "Basic",
+            "Bearer",
+            "ApiKey",
+            "OAuth2ClientCredentials",
+            "SessionSignIn"
+        ]
+        .map(|k| Some(k.to_owned()))
+    );
+}
+
+#[tokio::test]
+async fn a_sign_in_remembers_its_sensitive_fields_and_the_ones_it_names() {
+    let f = fixture(&[], |_| {});
+    let ctx = f.test(None);
+    // `pin` is not a sensitive name: only naming it makes it a secret.
+    let form = SessionSignIn::form(
+        "/login",
+        [
+            ("user", "ada"),
+            ("password", SIGN_IN_PASSWORD),
+            ("pin", "pin-0123456789"),
+        ],
+    )
+    .secret_fields(["PIN"]);
+    assert_eq!(text(ctx.rest().auth(form), "/me").await.1, "ada");
+    let json = SessionSignIn::json(
+        "/login",
+        json!({ "user": "bob", "password": SIGN_IN_PASSWORD, "code": 9_876_543_210u64 }),
+    )
+    .secret_fields(["code"]);
+    assert_eq!(text(ctx.rest().auth(json), "/me").await.1, "bob");
+    assert_eq!(
+        ctx.run()
+            .secrets()
+            .replace_known(&format!("{SIGN_IN_PASSWORD} pin-0123456789 9876543210 ada")),
+        "[REDACTED] [REDACTED] [REDACTED] ada"
+    );
+    ctx.finish(TestOutcome::Passed).unwrap();
+    let bodies: Vec<String> = ArchiveReader::open(&f.archive)
+        .unwrap()
+        .tests()
+        .flat_map(|t| t.unwrap().events)
+        .filter_map(|e| match e.kind {
+            EventKind::OperationStarted(op)
+                if op.attributes.get_str(semconv::HTTP_ROUTE) == Some("/login") =>
+            {
+                op.attributes
+                    .get_str(semconv::KIT_REQUEST_BODY)
+                    .map(str::to_owned)
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(bodies.len(), 2);
+    for body in bodies {
+        assert!(
+            !body.contains("pin-0123456789")
+                && !body.contains("9876543210")
+                && !body.contains(SIGN_IN_PASSWORD),
+            "{body}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_test_that_switches_users_and_back_signs_in_at_each_switch() {
+    let f = fixture(&[], |_| {});
+    let ctx = f.test(None);
+    let as_user =
+        |user: &str| SessionSignIn::form("/login", [("user", user), ("password", SIGN_IN_PASSWORD)]);
+    for user in ["ada", "ada", "bob", "ada", "bob", "bob"] {
+        assert_eq!(text(ctx.rest().auth(as_user(user)), "/me").await.1, user);
+    }
+    ctx.finish(TestOutcome::Passed).unwrap();
+    assert_eq!(kinds_sent_to(&f, "/login").len(), 4, "ada, bob, ada, bob");
+}
+
+/// A kind of the user's own: what it is given to work with.
+struct Probe(Arc<Mutex<Vec<String>>>);
+
+impl AuthScheme for Probe {
+    fn kind(&self) -> std::borrow::Cow<'static, str> {
+        "Probe".into()
+    }
+
+    fn apply<'a>(&'a self, target: &'a mut AuthTarget<'_>) -> AuthFuture<'a> {
+        Box::pin(async move {
+            let mut seen = vec![format!("{target:?}"), target.client_name().to_owned()];
+            for url in ["http://elsewhere.example/token", "/oauth/token", "oauth:token"] {
+                seen.push(target.resolve_url(url)?.to_string());
+            }
+            // Signed in with the test's own client: the cookie lands in the test's jar.
+            let login = target.resolve_url("/login")?;
+            let signed = target
+                .http_client()
+                .post(login)
+                .form(&[("user", "cy"), ("password", SIGN_IN_PASSWORD)])
+                .send()
+                .await
+                .map_err(|e| AuthError(e.to_string()))?;
+            seen.push(signed.status().to_string());
+            self.0.lock().unwrap().extend(seen);
+            Ok(())
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_kind_of_ones_own_gets_the_clients_name_urls_and_the_tests_own_http_client() {
+    let f = fixture(&[], |_| {});
+    let ctx = f.test(None);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let response = ctx.rest().auth(Probe(Arc::clone(&seen))).get("/me").await;
+    assert_eq!(response.content(), "cy");
+    let base = response.url().strip_suffix("/me").unwrap().to_owned();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            r#"AuthTarget { client: "api:Default", .. }"#.to_owned(),
+            "api:Default".to_owned(),
+            "http://elsewhere.example/token".to_owned(),
+            format!("{base}/oauth/token"),
+            // A path with a colon is a path, not a URL of scheme `oauth`.
+            format!("{base}/oauth:token"),
+            "200 OK".to_owned(),
+        ]
+    );
+    // Later requests of the test carry the session the kind's sign-in set.
+    assert_eq!(text(ctx.rest(), "/me").await.1, "cy");
+}
