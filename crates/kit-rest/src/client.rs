@@ -661,5 +661,10 @@ mod tests {
             join_path(&with_query, "b?x=1").unwrap().as_str(),
             "http://h/a/b?k=v&x=1"
         );
+        let empty_query = Url::parse("http://h/a?").unwrap();
+        assert_eq!(
+            join_path(&empty_query, "b?x=1").unwrap().as_str(),
+            "http://h/a/b?x=1"
+        );
     }
 }

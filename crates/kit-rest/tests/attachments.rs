@@ -278,6 +278,26 @@ async fn capture_switches_and_configuration_decide_what_is_attached() {
 }
 
 #[tokio::test]
+async fn attachment_callbacks_apply_in_registration_order_across_host_and_applications() {
+    let base = serve(api());
+    let run = run_with(Configuration::new(), |kit| {
+        kit.add_application("api", |app| {
+            app.add_rest(|rest| {
+                rest.capture_attachments(|o| o.capture_responses = false);
+                rest.add_client().base_url(&base);
+            });
+        });
+        // Registered after the application's callback, so applied after it: responses again.
+        kit.add_rest(|rest| {
+            rest.capture_attachments(|o| o.capture_responses = true);
+        });
+    });
+    two_requests(&run, "ordered").await;
+    let names: Vec<String> = attachments(&tests_of(&run)[0]).into_iter().map(|a| a.0).collect();
+    assert_eq!(names, ["rest-01-request", "rest-01-response", "rest-02-response"]);
+}
+
+#[tokio::test]
 async fn response_options_are_first_wins_and_bind_from_kit_rest_responses() {
     let base = serve(api());
     let run = run_with(Configuration::new(), |kit| {

@@ -264,6 +264,37 @@ async fn rule_6_an_address_published_by_a_started_piece_wins_over_configuration(
     );
 }
 
+/// A base address worked out again after a publication is the client's own, found by where
+/// it was registered: here the second client of the second application.
+#[tokio::test]
+async fn a_published_address_renews_the_right_client_among_several_applications_and_clients() {
+    let billing = serve(named("billing"));
+    let configured = serve(named("configured"));
+    let started = serve(named("started"));
+    let run = run_with(&[("Kit:Applications:orders:BaseUrl", &configured)], |kit| {
+        kit.add_application("billing", |app| {
+            app.add_rest(|rest| {
+                rest.add_client().named("first").base_url(&billing);
+                rest.add_client().named("second").base_url(&billing);
+            });
+        });
+        kit.add_application("orders", |app| {
+            app.add_rest(|rest| {
+                rest.add_client().named("admin").base_url(&billing);
+                rest.add_client().named("public");
+            });
+        });
+    });
+    let ctx = test(&run, Some("orders"), None);
+    assert_eq!(body(ctx.rest_named("public"), "/x").await, "configured /x");
+    publish_address(run.host(), "orders", &started).unwrap();
+    assert_eq!(body(ctx.rest_named("public"), "/x").await, "started /x");
+    // Two names kept side by side in one test: each stays its own.
+    assert_eq!(body(ctx.rest_named("admin"), "/x").await, "billing /x");
+    assert_eq!(body(ctx.rest_named("public"), "/x").await, "started /x");
+    assert_eq!(body(ctx.rest_named("admin"), "/x").await, "billing /x");
+}
+
 #[tokio::test]
 async fn rule_7_a_client_without_an_address_uses_the_in_process_server_rooted_at_its_endpoint_or_the_requested_name()
  {
@@ -586,11 +617,19 @@ async fn a_multipart_body_arrives_parsed_and_is_traced_redacted() {
     let form = Multipart::new()
         .text("title", "Q3 \"final\"")
         .text("password", "mp-secret-123456")
-        .file("report", "q3.csv", "text/csv", b"a,b\n1,2".to_vec());
+        .file("report", "q3.csv", "text/csv", b"a,b\n1,2".to_vec())
+        .bytes("meta", "application/json", r#"{"rows":2}"#);
+    let boundary = form.boundary().to_owned();
+    assert!(boundary.len() >= 16, "{boundary:?}");
+    assert_eq!(
+        form.content_type(),
+        format!("multipart/form-data; boundary={boundary}")
+    );
     let response = ctx.rest().multipart(form).post("/upload").await;
     assert_eq!(
         response.content(),
-        "title|None|None|Q3 \"final\"\npassword|None|None|mp-secret-123456\nreport|Some(\"q3.csv\")|Some(\"text/csv\")|a,b\n1,2"
+        "title|None|None|Q3 \"final\"\npassword|None|None|mp-secret-123456\nreport|Some(\"q3.csv\")|Some(\"text/csv\")|a,b\n1,2\n\
+         meta|None|Some(\"application/json\")|{\"rows\":2}"
     );
     ctx.finish(TestOutcome::Passed).unwrap();
     let traced = recording
