@@ -145,14 +145,7 @@ async fn a_request_records_its_operation_with_its_response_under_it() {
 #[tokio::test]
 async fn a_path_template_is_recorded_and_the_filled_path_is_sent() {
     let base = serve(orders());
-    let (run, recording) = run_with(|kit| {
-        kit.add_application("orders", |app| {
-            app.add_rest(|rest| {
-                rest.add_client().base_url(&format!("{base}/api"));
-            });
-        });
-    });
-    let ctx = ctx_for(&run, "orders");
+    let (_run, recording, ctx) = client_at("orders", &format!("{base}/api"));
     let response = ctx.rest().path_param("id", 7).get("/orders/{id}").await;
     assert_eq!(response.content(), "one");
     assert!(response.url().ends_with("/api/orders/7"), "{}", response.url());
@@ -237,14 +230,7 @@ async fn a_refused_connection_records_http_failure_and_ends_the_operation_in_err
         .local_addr()
         .unwrap()
         .port();
-    let (run, recording) = run_with(|kit| {
-        kit.add_application("down", |app| {
-            app.add_rest(|rest| {
-                rest.add_client().base_url(&format!("http://127.0.0.1:{port}"));
-            });
-        });
-    });
-    let ctx = ctx_for(&run, "down");
+    let (_run, recording, ctx) = client_at("down", &format!("http://127.0.0.1:{port}"));
     let err = ctx.rest().get("/anything").try_send().await.unwrap_err();
     assert!(matches!(err, RestError::Transport { .. }), "{err:?}");
     let text = err.to_string();
@@ -282,18 +268,22 @@ async fn a_body_over_the_limit_fails_naming_the_request_and_the_limit() {
     );
 }
 
-/// The client's own server, and the test's run and context with a client based on it.
-fn orders_test() -> (KitRun, RecordingCollector, KitExecutionContext) {
-    let base = serve(orders());
+/// A run whose application `app` has one client based at `base`, and a test of it.
+fn client_at(app: &str, base: &str) -> (KitRun, RecordingCollector, KitExecutionContext) {
     let (run, recording) = run_with(|kit| {
-        kit.add_application("orders", |app| {
-            app.add_rest(|rest| {
-                rest.add_client().base_url(&base);
+        kit.add_application(app, |application| {
+            application.add_rest(|rest| {
+                rest.add_client().base_url(base);
             });
         });
     });
-    let ctx = ctx_for(&run, "orders");
+    let ctx = ctx_for(&run, app);
     (run, recording, ctx)
+}
+
+/// [`client_at`] the orders server.
+fn orders_test() -> (KitRun, RecordingCollector, KitExecutionContext) {
+    client_at("orders", &serve(orders()))
 }
 
 #[tokio::test]
@@ -417,14 +407,7 @@ async fn a_connection_closed_inside_the_body_is_a_body_failure() {
             .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort")
             .unwrap();
     });
-    let (run, recording) = run_with(|kit| {
-        kit.add_application("cut", |app| {
-            app.add_rest(|rest| {
-                rest.add_client().base_url(&format!("http://{address}"));
-            });
-        });
-    });
-    let ctx = ctx_for(&run, "cut");
+    let (_run, recording, ctx) = client_at("cut", &format!("http://{address}"));
     let err = ctx.rest().get("/cut").try_send().await.unwrap_err();
     assert!(matches!(err, RestError::Transport { .. }), "{err:?}");
     ctx.finish(TestOutcome::Passed).unwrap();
