@@ -239,6 +239,10 @@ struct Wake {
     thread: OnceLock<Thread>,
     /// Set while the dispatcher sleeps without a timeout: the next producer must wake it.
     sleeping: AtomicBool,
+    /// Set once the dispatcher has stopped reading messages and dropped its receiver. A flush
+    /// sent just before that drop sits in the channel unanswered (the channel keeps what it
+    /// holds while senders live), so a waiter that sees this flag stops waiting.
+    closed: AtomicBool,
 }
 
 impl Wake {
@@ -381,7 +385,7 @@ impl Bus {
         let (reply, answer) = bounded(1);
         self.inner
             .send_now(Message::Flush(Some(reply)), self.inner.flush_timeout)?;
-        wait_for(&answer, self.inner.flush_timeout)
+        wait_for(&answer, self.inner.flush_timeout, &self.inner.wake.closed)
     }
 
     /// Waits until every collector has handled every event this thread published before the
@@ -400,7 +404,7 @@ impl Bus {
         let (reply, answer) = bounded(1);
         self.inner
             .send_now(Message::FlushEnded(reply), self.inner.flush_timeout)?;
-        wait_for(&answer, self.inner.flush_timeout)
+        wait_for(&answer, self.inner.flush_timeout, &self.inner.wake.closed)
     }
 
     /// Asks every collector to flush, after it has handled every event this thread published
@@ -427,7 +431,7 @@ impl Bus {
             .send(Message::Shutdown(reply))
             .map_err(|_| BusError::Closed { lost: 0 })?;
         self.inner.wake.unpark();
-        wait_for(&answer, self.inner.flush_timeout)?;
+        wait_for(&answer, self.inner.flush_timeout, &self.inner.wake.closed)?;
         Ok(self.stats())
     }
 
@@ -449,7 +453,14 @@ impl Bus {
 /// change beyond the noise). Longer waits, a slow collector's, still sleep.
 const WAIT_YIELDING: Duration = Duration::from_micros(100);
 
-fn wait_for(answer: &Receiver<Vec<CollectorError>>, timeout: Duration) -> Result<(), BusError> {
+/// How often a sleeping waiter looks whether the dispatcher has stopped for good.
+const WAIT_CLOSED_CHECK: Duration = Duration::from_millis(10);
+
+fn wait_for(
+    answer: &Receiver<Vec<CollectorError>>,
+    timeout: Duration,
+    closed: &AtomicBool,
+) -> Result<(), BusError> {
     let start = Instant::now();
     let yielding = WAIT_YIELDING.min(timeout);
     let answered = loop {
@@ -458,7 +469,16 @@ fn wait_for(answer: &Receiver<Vec<CollectorError>>, timeout: Duration) -> Result
             Err(TryRecvError::Disconnected) => break Err(RecvTimeoutError::Disconnected),
             Err(TryRecvError::Empty) if start.elapsed() < yielding => thread::yield_now(),
             Err(TryRecvError::Empty) => {
-                break answer.recv_timeout(timeout.saturating_sub(start.elapsed()));
+                let left = timeout.saturating_sub(start.elapsed());
+                match answer.recv_timeout(left.min(WAIT_CLOSED_CHECK)) {
+                    Err(RecvTimeoutError::Timeout) if left > WAIT_CLOSED_CHECK => {
+                        // Set after the dispatcher's last answer: nothing more will come.
+                        if closed.load(Ordering::Acquire) {
+                            break answer.try_recv().map_err(|_| RecvTimeoutError::Disconnected);
+                        }
+                    }
+                    other => break other,
+                }
             }
         }
     };
@@ -705,7 +725,12 @@ fn dispatch(
             Message::Register(collector) => d.slots.push(Slot::new(collector)),
             Message::Shutdown(reply) => {
                 d.finish();
-                let _ = reply.send(std::mem::take(&mut d.errors));
+                let errors = std::mem::take(&mut d.errors);
+                // The receiver goes before the answer: once `shutdown` returns, every send
+                // fails and is counted as lost, instead of landing in a queue nobody reads.
+                drop(d);
+                wake.closed.store(true, Ordering::Release);
+                let _ = reply.send(errors);
                 return;
             }
         }
@@ -713,6 +738,7 @@ fn dispatch(
     // Every handle is gone: nobody can ask for errors any more, but collectors still get to
     // write what they hold.
     d.finish();
+    wake.closed.store(true, Ordering::Release);
 }
 
 #[cfg(test)]
