@@ -239,9 +239,9 @@ struct Wake {
     thread: OnceLock<Thread>,
     /// Set while the dispatcher sleeps without a timeout: the next producer must wake it.
     sleeping: AtomicBool,
-    /// Set once the dispatcher has stopped reading messages and dropped its receiver. A flush
-    /// sent just before that drop sits in the channel unanswered (the channel keeps what it
-    /// holds while senders live), so a waiter that sees this flag stops waiting.
+    /// Set once the dispatcher has dropped its receiver and sent its last answer. A flush sent
+    /// just before that drop sits in the channel unanswered (the channel keeps what it holds
+    /// while senders live), so a waiter that sees this flag stops waiting.
     closed: AtomicBool,
 }
 
@@ -472,7 +472,8 @@ fn wait_for(
                 let left = timeout.saturating_sub(start.elapsed());
                 match answer.recv_timeout(left.min(WAIT_CLOSED_CHECK)) {
                     Err(RecvTimeoutError::Timeout) if left > WAIT_CLOSED_CHECK => {
-                        // Set after the dispatcher's last answer: nothing more will come.
+                        // Set after the dispatcher's last answer (`Shutdown`'s too): an answer
+                        // not here now never comes.
                         if closed.load(Ordering::Acquire) {
                             break answer.try_recv().map_err(|_| RecvTimeoutError::Disconnected);
                         }
@@ -728,9 +729,10 @@ fn dispatch(
                 let errors = std::mem::take(&mut d.errors);
                 // The receiver goes before the answer: once `shutdown` returns, every send
                 // fails and is counted as lost, instead of landing in a queue nobody reads.
+                // `closed` comes last, so a waiter that sees it finds every answer sent.
                 drop(d);
-                wake.closed.store(true, Ordering::Release);
                 let _ = reply.send(errors);
+                wake.closed.store(true, Ordering::Release);
                 return;
             }
         }
@@ -1100,6 +1102,53 @@ mod tests {
         fn flush_ended(&mut self) -> Result<(), CollectorError> {
             self.counts.flush_ended()
         }
+    }
+
+    /// Holds the dispatcher inside `finish` until released.
+    struct SlowFinish {
+        entered: crossbeam_channel::Sender<()>,
+        release: Receiver<()>,
+    }
+    impl Collector for SlowFinish {
+        fn on_event(&mut self, _: &Event) {}
+        fn finish(&mut self) -> Result<(), CollectorError> {
+            let _ = self.entered.send(());
+            let _ = self.release.recv();
+            Ok(())
+        }
+    }
+
+    /// A test's end that flushes while the bus is shutting down (its message queued behind
+    /// `Shutdown`, never read) is answered `Closed` once the dispatcher stops, not left to wait
+    /// out its timeout; and the shutdown itself still succeeds.
+    #[test]
+    fn a_flush_queued_behind_a_shutdown_is_answered_closed() {
+        let (entered, entered_rx) = bounded(1);
+        let (release, release_rx) = bounded(1);
+        let bus = Bus::builder()
+            .flush_timeout(Duration::from_secs(30))
+            .collector(SlowFinish {
+                entered,
+                release: release_rx,
+            })
+            .start();
+        let closing = bus.clone();
+        let shutdown = thread::spawn(move || closing.shutdown());
+        entered_rx.recv().unwrap();
+        // The dispatcher is in `finish`, past reading `Shutdown`: this flush queues unread.
+        let flushing = bus.clone();
+        let started = Instant::now();
+        let flush = thread::spawn(move || flushing.flush_ended());
+        thread::sleep(Duration::from_millis(50));
+        release.send(()).unwrap();
+        assert!(matches!(flush.join().unwrap(), Err(BusError::Closed { lost: 0 })));
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+        shutdown.join().unwrap().unwrap();
+        assert!(matches!(bus.flush(), Err(BusError::Closed { .. })));
     }
 
     /// A requested start flush that queued behind a test's end while the dispatcher was busy

@@ -516,8 +516,9 @@ enum SignInBody {
 /// A sign-in request, made before the test's first request that needs it, and again only when
 /// a request of the test signs in on the same client with other credentials (a test that
 /// switches users and back signs in at each switch); the session cookie it sets stays in that
-/// test's cookie jar, so parallel tests never share a session. The sign-in is traced (redacted) like any request; a
-/// status that is not 2xx or 3xx fails the request that needed it.
+/// test's cookie jar, so parallel tests never share a session. The sign-in is traced
+/// (redacted) like any request; a status that is not 2xx or 3xx fails the request that needed
+/// it.
 #[derive(Clone)]
 pub struct SessionSignIn {
     url: String,
