@@ -116,6 +116,11 @@ impl<C: Collector> Collector for Option<C> {
     fn name(&self) -> Cow<'_, str> {
         self.as_ref().map_or(Cow::Borrowed("None"), Collector::name)
     }
+    fn write_report(&self, report: &mut Report) {
+        if let Some(c) = self {
+            c.write_report(report);
+        }
+    }
 }
 
 /// A list of collectors is a collector: each hook runs on every member in order, and the
@@ -390,4 +395,322 @@ pub fn render_tree(events: &[Event]) -> String {
     }
     walk(&mut out, &children, None, 0);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::{EventId, OperationEnded, OperationStarted, OperationStatus, RunId, Timestamp};
+    use crate::{Attachment, Attributes, Observation, TestFinished, TestOutcome, TestStarted};
+    use std::time::Duration;
+
+    /// Logs every hook it is called for as `name:hook`, and fails the hooks named in `fail`.
+    #[derive(Clone)]
+    struct Probe {
+        name: &'static str,
+        log: Arc<Mutex<Vec<String>>>,
+        fail: &'static [&'static str],
+    }
+
+    impl Probe {
+        fn new(name: &'static str, log: &Arc<Mutex<Vec<String>>>) -> Self {
+            Probe {
+                name,
+                log: Arc::clone(log),
+                fail: &[],
+            }
+        }
+
+        fn failing(mut self, hooks: &'static [&'static str]) -> Self {
+            self.fail = hooks;
+            self
+        }
+
+        fn hook(&self, hook: &str) -> Result<(), CollectorError> {
+            self.log.lock().unwrap().push(format!("{}:{hook}", self.name));
+            if self.fail.contains(&hook) {
+                Err(CollectorError::new(self.name, format!("{hook} refused")))
+            } else {
+                Ok(())
+            }
+        }
+    }
+
+    impl Collector for Probe {
+        fn on_event(&mut self, _: &Event) {
+            let _ = self.hook("event");
+        }
+        fn flush(&mut self) -> Result<(), CollectorError> {
+            self.hook("flush")
+        }
+        fn flush_ended(&mut self) -> Result<(), CollectorError> {
+            self.hook("flush_ended")
+        }
+        fn finish(&mut self) -> Result<(), CollectorError> {
+            self.hook("finish")
+        }
+        fn name(&self) -> Cow<'_, str> {
+            Cow::Borrowed(self.name)
+        }
+        fn write_report(&self, report: &mut Report) {
+            report
+                .sections
+                .push(ReportSection::new(self.name, "Probe", self.name));
+        }
+    }
+
+    use crate::report::ReportSection;
+
+    fn event(test: TestId, sequence: u64, parent: Option<EventId>, kind: EventKind) -> Event {
+        Event {
+            run_id: RunId::new("run").unwrap(),
+            test_id: test,
+            id: EventId::generate(),
+            parent_id: parent,
+            sequence,
+            timestamp: Timestamp::now(),
+            kind,
+        }
+    }
+
+    fn started(test: TestId) -> Event {
+        event(test, 0, None, EventKind::TestStarted(TestStarted::new("t")))
+    }
+
+    /// Every hook of `collector`, once each, in the order the bus calls them; what each
+    /// returned, and the report it writes.
+    fn drive(collector: &mut dyn Collector) -> (Vec<bool>, Vec<String>) {
+        collector.on_event(&started(TestId::generate()));
+        let results = vec![
+            collector.flush().is_ok(),
+            collector.flush_ended().is_ok(),
+            collector.finish().is_ok(),
+        ];
+        let mut report = Report::default();
+        collector.write_report(&mut report);
+        (results, report.sections.into_iter().map(|s| s.id).collect())
+    }
+
+    fn log() -> Arc<Mutex<Vec<String>>> {
+        Arc::new(Mutex::new(Vec::new()))
+    }
+
+    fn taken(log: &Arc<Mutex<Vec<String>>>) -> Vec<String> {
+        std::mem::take(&mut *log.lock().unwrap())
+    }
+
+    const EVERY_HOOK: [&str; 4] = ["a:event", "a:flush", "a:flush_ended", "a:finish"];
+
+    #[test]
+    fn a_boxed_collector_forwards_every_hook() {
+        let log = log();
+        let mut boxed: Box<dyn Collector> = Box::new(Probe::new("a", &log));
+        assert_eq!(drive(&mut boxed), (vec![true; 3], vec!["a".to_owned()]));
+        assert_eq!(taken(&log), EVERY_HOOK);
+        assert_eq!(boxed.name(), "a");
+
+        let mut failing: Box<dyn Collector> =
+            Box::new(Probe::new("a", &log).failing(&["flush", "flush_ended", "finish"]));
+        assert_eq!(drive(&mut failing).0, vec![false; 3]);
+    }
+
+    #[test]
+    fn some_collector_forwards_every_hook_and_none_does_nothing() {
+        let log = log();
+        let mut some = Some(Probe::new("a", &log));
+        assert_eq!(drive(&mut some), (vec![true; 3], vec!["a".to_owned()]));
+        assert_eq!(taken(&log), EVERY_HOOK);
+        assert_eq!(some.name(), "a");
+
+        let mut failing = Some(Probe::new("a", &log).failing(&["flush", "flush_ended", "finish"]));
+        assert_eq!(drive(&mut failing).0, vec![false; 3]);
+
+        let mut none: Option<Probe> = None;
+        assert_eq!(drive(&mut none), (vec![true; 3], Vec::<String>::new()));
+        assert_eq!(none.name(), "None");
+    }
+
+    #[test]
+    fn a_list_runs_every_member_in_order_and_returns_the_first_error() {
+        let log = log();
+        let mut list = vec![
+            Probe::new("a", &log),
+            Probe::new("b", &log).failing(&["flush", "flush_ended", "finish"]),
+            Probe::new("c", &log).failing(&["flush", "flush_ended", "finish"]),
+        ];
+        list.on_event(&started(TestId::generate()));
+        assert_eq!(taken(&log), ["a:event", "b:event", "c:event"]);
+        let hooks: [(&str, fn(&mut Vec<Probe>) -> Result<(), CollectorError>); 3] = [
+            ("flush", |l| l.flush()),
+            ("flush_ended", |l| l.flush_ended()),
+            ("finish", |l| l.finish()),
+        ];
+        for (hook, call) in hooks {
+            let err = call(&mut list).expect_err(hook);
+            assert_eq!(err.collector(), "b", "{hook}: the first error wins");
+            assert_eq!(err.to_string(), format!("collector b failed: {hook} refused"));
+            // Every member ran even after one failed.
+            assert_eq!(
+                taken(&log),
+                [format!("a:{hook}"), format!("b:{hook}"), format!("c:{hook}")]
+            );
+        }
+        let mut report = Report::default();
+        list.write_report(&mut report);
+        let ids: Vec<_> = report.sections.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, ["a", "b", "c"]);
+
+        let mut fine = vec![Probe::new("a", &log)];
+        assert_eq!(drive(&mut fine).0, vec![true; 3]);
+    }
+
+    #[test]
+    fn a_shared_collector_forwards_every_hook_to_the_one_collector_its_clones_share() {
+        let log = log();
+        let shared = SharedCollector::new(Probe::new("a", &log));
+        let mut on_the_bus = shared.clone();
+        assert_eq!(drive(&mut on_the_bus), (vec![true; 3], vec!["a".to_owned()]));
+        assert_eq!(taken(&log), EVERY_HOOK);
+        assert_eq!(on_the_bus.name(), "a");
+        assert_eq!(shared.with(|p| p.name), "a");
+        assert_eq!(shared.report().sections[0].id, "a");
+
+        let mut failing =
+            SharedCollector::new(Probe::new("a", &log).failing(&["flush", "flush_ended", "finish"]));
+        assert_eq!(drive(&mut failing).0, vec![false; 3]);
+    }
+
+    #[test]
+    fn the_default_hooks_flush_and_name_the_type() {
+        struct Counts {
+            flushes: usize,
+        }
+        impl Collector for Counts {
+            fn on_event(&mut self, _: &Event) {}
+            fn flush(&mut self) -> Result<(), CollectorError> {
+                self.flushes += 1;
+                Err(CollectorError::new("counts", "full"))
+            }
+        }
+        let mut counts = Counts { flushes: 0 };
+        assert!(counts.flush_ended().is_err());
+        assert!(counts.finish().is_err());
+        assert_eq!(counts.flushes, 2);
+        assert!(
+            counts
+                .name()
+                .ends_with("collector::tests::the_default_hooks_flush_and_name_the_type::Counts")
+        );
+        let mut report = Report::default();
+        counts.write_report(&mut report);
+        assert_eq!(report, Report::default());
+    }
+
+    #[test]
+    fn a_collector_error_names_its_collector_and_keeps_its_source() {
+        let err = CollectorError::new("archive", std::io::Error::other("disk full"));
+        assert_eq!(err.collector(), "archive");
+        assert_eq!(err.to_string(), "collector archive failed: disk full");
+        assert_eq!(StdError::source(&err).unwrap().to_string(), "disk full");
+        let again = err.duplicate();
+        assert_eq!(
+            (again.collector(), again.to_string()),
+            (err.collector(), err.to_string())
+        );
+    }
+
+    #[test]
+    fn a_recording_keeps_every_event_in_order_and_gives_one_test_its_own() {
+        let mut recording = RecordingCollector::new();
+        assert!(recording.is_empty());
+        let (a, b) = (TestId::generate(), TestId::generate());
+        let events = [
+            started(a),
+            started(b),
+            event(
+                a,
+                1,
+                None,
+                EventKind::TestFinished(TestFinished {
+                    outcome: TestOutcome::Passed,
+                    duration: Duration::ZERO,
+                }),
+            ),
+        ];
+        let mut on_the_bus = recording.clone();
+        for e in &events {
+            on_the_bus.on_event(e);
+        }
+        assert_eq!(recording.len(), 3);
+        assert!(!recording.is_empty());
+        assert_eq!(recording.events(), events);
+        assert_eq!(recording.events_of(a), [events[0].clone(), events[2].clone()]);
+        assert_eq!(recording.take(), events);
+        assert!(recording.is_empty());
+        assert_eq!(recording.len(), 0);
+    }
+
+    #[test]
+    fn a_tree_nests_children_under_their_parents_in_sequence_order() {
+        let test = TestId::generate();
+        let root = started(test);
+        let request = event(
+            test,
+            1,
+            Some(root.id),
+            EventKind::OperationStarted(OperationStarted::new("http.request", "GET /")),
+        );
+        let response = event(
+            test,
+            3,
+            Some(request.id),
+            EventKind::Observation(Observation::new("http.response", Attributes::new())),
+        );
+        let attachment = event(
+            test,
+            2,
+            Some(request.id),
+            EventKind::Attachment(Attachment::new("rest-01-request", "text/plain", b"x".to_vec())),
+        );
+        let ended = event(
+            test,
+            4,
+            Some(root.id),
+            EventKind::OperationEnded(OperationEnded::new(
+                request.id,
+                OperationStatus::Ok,
+                Duration::ZERO,
+            )),
+        );
+        // A parent that is not among the events puts its child at the top.
+        let orphan = event(
+            test,
+            5,
+            Some(EventId::generate()),
+            EventKind::Unknown { kind: "later".into() },
+        );
+        // The end of an operation is never a parent, even when named as one.
+        let under_end = event(
+            test,
+            6,
+            Some(ended.id),
+            EventKind::Observation(Observation::new("after.end", Attributes::new())),
+        );
+        let finished = event(
+            test,
+            7,
+            Some(root.id),
+            EventKind::TestFinished(TestFinished {
+                outcome: TestOutcome::Passed,
+                duration: Duration::ZERO,
+            }),
+        );
+        let events = [
+            finished, under_end, orphan, response, ended, attachment, request, root,
+        ];
+        assert_eq!(
+            render_tree(&events),
+            "test\n  http.request\n    rest-01-request\n    http.response\nlater\nafter.end\n"
+        );
+    }
 }
