@@ -518,4 +518,94 @@ mod tests {
         let err = Configuration::load_files(dir.path()).unwrap_err().to_string();
         assert!(err.contains("kit.toml") && err.contains("UTF-8"), "{err}");
     }
+
+    #[test]
+    fn load_reads_the_files_beside_the_manifest_and_missing_ones_are_no_error() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(Configuration::load_files(dir.path()).unwrap().is_empty());
+        std::fs::write(dir.path().join("kit.json"), r#"{"Kit":{"Rest":{"Timeout":"5"}}}"#).unwrap();
+        let config = Configuration::load(dir.path()).unwrap();
+        assert_eq!(config.get("Kit:Rest:Timeout"), Some("5"));
+        assert!(config.origin("Kit:Rest:Timeout").unwrap().ends_with("kit.json"));
+        // Only variables under `Kit__` are read from the process's environment.
+        assert!(
+            config
+                .iter()
+                .all(|(key, _)| key.to_ascii_lowercase().starts_with("kit:"))
+        );
+    }
+
+    #[test]
+    fn a_file_that_cannot_be_read_is_named_in_the_error() {
+        let dir = tempfile::tempdir().unwrap();
+        // A directory where the file should be: it exists, and reading it fails.
+        std::fs::create_dir(dir.path().join("kit.toml")).unwrap();
+        let err = Configuration::load_files(dir.path()).unwrap_err();
+        assert!(matches!(err, ConfigError::Read { .. }), "{err:?}");
+        let text = err.to_string();
+        assert!(
+            text.starts_with("cannot read configuration file ") && text.contains("kit.toml"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn only_variables_whose_first_segment_is_kit_are_applied() {
+        let mut config = Configuration::new();
+        config.apply_environment([
+            ("Kit", "no segment after it"),
+            ("KITTY__A", "another prefix"),
+            ("OTHER__Kit__A", "kit further in"),
+            ("Kit_A", "one underscore"),
+            ("kit__Rest__Timeout", "7"),
+        ]);
+        assert_eq!(config.iter().collect::<Vec<_>>(), [("kit:Rest:Timeout", "7")]);
+    }
+
+    #[test]
+    fn every_entry_is_listed_in_case_insensitive_order_with_its_spelling() {
+        let mut config = Configuration::new();
+        assert!(config.is_empty());
+        config.set("Kit:b", "2");
+        config.set("kit:A", "1");
+        config.set("KIT:B", "3");
+        assert!(!config.is_empty());
+        assert_eq!(
+            config.iter().collect::<Vec<_>>(),
+            [("kit:A", "1"), ("KIT:B", "3")]
+        );
+        assert_eq!(config.origin("kit:a"), Some("code"));
+    }
+
+    #[test]
+    fn a_section_reads_its_own_keys() {
+        let config = Configuration::from_toml_str(
+            "[Kit.Rest]\nTimeout = \" 30 \"\nName = \"orders\"\nBad = \"x\"\n[Kit.Rest.Inner]\nLeaf = true\n[Kit.Rest.Weird]\nitem = \"not a list\"\n",
+            "kit.toml",
+        )
+        .unwrap();
+        let rest = config.section("kit:rest:");
+        assert_eq!(rest.path(), "kit:rest");
+        assert_eq!(format!("{rest:?}"), r#"Section { prefix: "kit:rest" }"#);
+        assert_eq!(rest.key("Timeout"), "kit:rest:Timeout");
+        assert_eq!(rest.get("NAME"), Some("orders"));
+        assert_eq!(rest.get("Missing"), None);
+        assert_eq!(rest.get_parsed::<u32>("timeout", "a number").unwrap(), Some(30));
+        assert_eq!(rest.get_parsed::<u32>("missing", "a number").unwrap(), None);
+        let err = rest
+            .get_parsed::<u32>("bad", "a whole number")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "configuration key Kit:Rest:Bad (from kit.toml) has value \"x\", which is not a whole number"
+        );
+        let inner = rest.section("Inner");
+        assert_eq!(inner.path(), "kit:rest:Inner");
+        assert_eq!(inner.get_bool("leaf").unwrap(), Some(true));
+        assert_eq!(inner.get_bool("missing").unwrap(), None);
+        // Children that are not indexes are not items of a list.
+        assert_eq!(rest.get_list("Weird"), None);
+        assert_eq!(rest.get_list("Missing"), None);
+    }
 }

@@ -1600,4 +1600,167 @@ mod tests {
         assert_eq!(format!("{event:?}"), "EventId(0102030405060708)");
         assert_eq!(event.to_bytes(), [1, 2, 3, 4, 5, 6, 7, 8]);
     }
+
+    #[test]
+    fn a_test_start_keeps_every_binding_it_is_given() {
+        let started = TestStarted::new("orders::creates")
+            .with_application(Some("orders".into()))
+            .with_client(Some("Rest:payments".into()))
+            .with_location(Some("tests/orders.rs:12".into()))
+            .with_auth(Some("Admin".into()));
+        assert_eq!(
+            (
+                started.name.as_str(),
+                started.application.as_deref(),
+                started.client.as_deref(),
+                started.location.as_deref(),
+                started.auth.as_deref(),
+            ),
+            (
+                "orders::creates",
+                Some("orders"),
+                Some("Rest:payments"),
+                Some("tests/orders.rs:12"),
+                Some("Admin"),
+            )
+        );
+        let event = sample(EventKind::TestStarted(started));
+        let back: Event = serde_json::from_str(&serde_json::to_string(&event).unwrap()).unwrap();
+        assert_eq!(back, event);
+    }
+
+    #[test]
+    fn each_outcome_has_its_label_and_only_failures_fail() {
+        let failed = TestOutcome::Failed { message: "x".into() };
+        let skipped = TestOutcome::Skipped { reason: "y".into() };
+        let outcomes = [
+            (TestOutcome::Passed, "Passed", false),
+            (failed, "Failed", true),
+            (skipped, "Skipped", false),
+            (TestOutcome::Interrupted, "Interrupted", true),
+        ];
+        for (outcome, label, failure) in outcomes {
+            assert_eq!(
+                (outcome.label(), outcome.is_failure()),
+                (label, failure),
+                "{outcome:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_attribute_value_answers_only_as_its_own_kind_and_shows_as_itself() {
+        let list = vec!["a".to_owned(), "b".to_owned()];
+        let values = [
+            AttributeValue::from("GET"),
+            AttributeValue::from(-7i64),
+            AttributeValue::from(0.5),
+            AttributeValue::from(true),
+            AttributeValue::from(list.clone()),
+        ];
+        let answers: Vec<_> = values
+            .iter()
+            .map(|v| {
+                (
+                    v.as_str(),
+                    v.as_i64(),
+                    v.as_bool(),
+                    v.as_str_list(),
+                    v.to_string(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            answers,
+            [
+                (Some("GET"), None, None, None, "GET".to_owned()),
+                (None, Some(-7), None, None, "-7".to_owned()),
+                (None, None, None, None, "0.5".to_owned()),
+                (None, None, Some(true), None, "true".to_owned()),
+                (None, None, None, Some(&list[..]), "a, b".to_owned()),
+            ]
+        );
+        assert_eq!(AttributeValue::from(false).as_bool(), Some(false));
+    }
+
+    #[test]
+    fn attributes_are_kept_in_order_and_the_first_of_a_key_answers() {
+        let mut attrs = Attributes::with_capacity(4);
+        assert!(attrs.is_empty());
+        assert_eq!(attrs.len(), 0);
+        attrs.push("http.request.method", "GET");
+        let attrs = attrs
+            .with(String::from("status"), 200)
+            .with("status", 500)
+            .with("flag", true);
+        assert!(!attrs.is_empty());
+        assert_eq!(attrs.len(), 4);
+        // A key built at run time is found by its text, not its address.
+        assert_eq!(attrs.get_str(&String::from("http.request.method")), Some("GET"));
+        assert_eq!(attrs.get_i64("status"), Some(200));
+        assert_eq!(attrs.get("flag"), Some(&AttributeValue::Bool(true)));
+        assert_eq!(attrs.get("missing"), None);
+        // The wrong kind is no answer.
+        assert_eq!(attrs.get_str("status"), None);
+        assert_eq!(attrs.get_i64("http.request.method"), None);
+        let keys: Vec<&str> = attrs.iter().map(|(k, _)| k).collect();
+        assert_eq!(keys, ["http.request.method", "status", "status", "flag"]);
+        let collected: Attributes = [("a", 1), ("b", 2)].into_iter().collect();
+        assert_eq!(collected, Attributes::new().with("a", 1).with("b", 2));
+    }
+
+    #[test]
+    fn a_key_that_starts_at_the_same_address_is_not_the_same_key() {
+        // A static key and a shorter slice of it share their first byte's address: only a
+        // length that agrees too may answer without comparing the text.
+        static LONG: &str = "http.request.method";
+        let short = &LONG[..12];
+        assert_eq!(short, "http.request");
+        let attrs = Attributes::new().with(short, "short").with(LONG, "long");
+        assert_eq!(attrs.get_str(LONG), Some("long"));
+        assert_eq!(attrs.get_str(short), Some("short"));
+        assert_eq!(attrs.get_str(&LONG[..4]), None);
+    }
+
+    #[test]
+    fn an_attachment_knows_its_size_whatever_holds_it() {
+        assert_eq!(AttachmentContent::Inline(Arc::from(&b"abc"[..])).size(), 3);
+        let blob = AttachmentContent::Blob {
+            sha256: "0".repeat(64),
+            size: 12_345,
+        };
+        assert_eq!(blob.size(), 12_345);
+        assert_eq!(AttachmentContent::Unknown { kind: "later".into() }.size(), 0);
+    }
+
+    #[test]
+    fn a_value_of_the_wrong_type_says_what_was_expected() {
+        let line = |kind: &str| {
+            format!(
+                r#"{{"run_id":"r","test_id":"0193a0b4-6f3c-7cc2-9a4e-0f3f9d8a1b2c","id":"00000000000000ff","sequence":1,"timestamp":5,"kind":{kind}}}"#
+            )
+        };
+        let expectations = [
+            ("5", "expected an object with one key naming the event kind"),
+            (
+                r#"{"attachment":{"name":"a","media_type":"t","content":[]}}"#,
+                "expected an object with one key naming the kind of content",
+            ),
+            (
+                r#"{"observation":{"name":"n","attributes":[1]}}"#,
+                "expected an object of attributes",
+            ),
+            (r#"{"observation":{"name":7}}"#, "expected a name"),
+            (
+                r#"{"observation":{"name":"n","attributes":{"k":{"x":1}}}}"#,
+                "expected a string, number, boolean or list of strings",
+            ),
+        ];
+        for (kind, expected) in expectations {
+            let err = serde_json::from_str::<Event>(&line(kind))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(expected), "{kind}: {err}");
+        }
+    }
 }

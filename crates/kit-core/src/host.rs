@@ -655,4 +655,97 @@ mod tests {
             assert_eq!(app.configured_base_url(), Some("http://x/"))
         });
     }
+
+    #[test]
+    fn extensions_hold_one_value_per_type() {
+        let mut ext = Extensions::new();
+        assert_eq!(format!("{ext:?}"), "Extensions { len: 0 }");
+        assert_eq!(ext.insert(1u32), None);
+        assert_eq!(ext.insert(2u32), Some(1));
+        assert_eq!(ext.insert("text"), None);
+        assert_eq!(format!("{ext:?}"), "Extensions { len: 2 }");
+        *ext.get_mut::<u32>().unwrap() += 40;
+        assert_eq!(ext.get::<u32>(), Some(&42));
+        assert_eq!(ext.get_mut::<u64>(), None);
+        assert_eq!(ext.remove::<u32>(), Some(42));
+        assert_eq!(ext.remove::<u32>(), None);
+        assert_eq!(ext.get::<&str>(), Some(&"text"));
+    }
+
+    #[test]
+    fn capabilities_show_as_kind_and_name() {
+        let rest = Capability::protocol("REST");
+        assert_eq!(rest.to_string(), "Protocol:REST");
+        assert_eq!(KitCapabilityKinds::Protocol.to_string(), "Protocol");
+    }
+
+    #[test]
+    fn registrars_describe_themselves_and_fill_their_own_registry() {
+        let mut config = Configuration::new();
+        config.set("Kit:Rest:Timeout", "5");
+        let mut kit = KitBuilder::new(config);
+        assert_eq!(
+            (kit.describe(), kit.application_name()),
+            ("the host".to_owned(), None)
+        );
+        assert_eq!(kit.configuration().get("kit:rest:timeout"), Some("5"));
+        kit.configuration_mut().set("Kit:Rest:Timeout", "9");
+        kit.extensions_mut().insert(7u8);
+        assert_eq!(kit.extensions().get::<u8>(), Some(&7));
+        kit.add_capability(Capability::protocol("REST"));
+        assert!(
+            kit.registry()
+                .capabilities
+                .contains(&Capability::protocol("REST"))
+        );
+        kit.add_application("orders", |app| {
+            assert_eq!(app.name(), "orders");
+            assert_eq!(app.describe(), "application 'orders'");
+            assert_eq!(format!("{app:?}"), r#"ApplicationBuilder { name: "orders", .. }"#);
+            assert_eq!(app.application_name(), Some("orders"));
+            app.extensions_mut().insert(1u16);
+            assert_eq!(app.extensions().get::<u16>(), Some(&1));
+            app.add_capability(Capability::protocol("gRPC"));
+            assert_eq!(app.registry().capabilities.len(), 1);
+        });
+        let debug = format!("{kit:?}");
+        assert_eq!(
+            debug,
+            r#"KitBuilder { applications: ["orders"], registry: Registry { capabilities: {Capability { kind: Protocol, name: "REST" }}, errors: [], .. }, .. }"#
+        );
+
+        let built = kit.build().unwrap();
+        assert_eq!(
+            format!("{built:?}"),
+            r#"BuiltHost { host: Host { applications: [Application { name: "orders", .. }], capabilities: {Capability { kind: Protocol, name: "REST" }, Capability { kind: Protocol, name: "gRPC" }}, .. }, collectors: 0 }"#
+        );
+        let host = built.host;
+        assert_eq!(host.configuration().get("Kit:Rest:Timeout"), Some("9"));
+        assert_eq!(host.extensions().get::<u8>(), Some(&7));
+        assert_eq!(host.extensions().get::<u16>(), None, "the application's own");
+        assert_eq!(
+            host.application("orders").unwrap().extensions().get::<u16>(),
+            Some(&1)
+        );
+        let names: Vec<String> = host.capabilities().map(ToString::to_string).collect();
+        assert_eq!(names, ["Protocol:REST", "Protocol:gRPC"]);
+    }
+
+    #[test]
+    fn a_collector_type_asked_for_only_by_an_application_goes_on_the_bus() {
+        let mut kit = KitBuilder::new(Configuration::new());
+        assert_eq!(
+            format!("{:?}", CollectorFactory::of::<Counter>()),
+            "CollectorFactory { .. }"
+        );
+        kit.add_application("a", |app| {
+            app.add_collector_type::<Counter>();
+        });
+        kit.add_collector(Counter);
+        assert_eq!(
+            kit.build().unwrap().collectors.len(),
+            2,
+            "the typed one and the added one"
+        );
+    }
 }

@@ -405,6 +405,7 @@ mod tests {
             RestResponseOptions::resolve(Some("Kit:Rest:Responses"), [first, second], &Configuration::new())
                 .unwrap();
         assert_eq!(r.max_response_body_bytes, 1);
+        assert_eq!(r.configuration_section_name(), "Kit:Rest:Responses");
     }
 
     #[test]

@@ -94,3 +94,102 @@ pub fn install_panic_hook() {
         }));
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fmt;
+    use std::process::Command;
+
+    #[derive(Debug)]
+    struct Typed(&'static str);
+
+    impl fmt::Display for Typed {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            write!(f, "typed: {}", self.0)
+        }
+    }
+
+    struct NeverRegistered;
+
+    #[test]
+    fn a_message_comes_from_a_str_a_string_or_a_registered_type() {
+        register_panic_payload::<Typed>();
+        register_panic_payload::<Typed>();
+        let count = |list: &Vec<Formatter>| {
+            let f: Formatter = format_as::<Typed>;
+            list.iter().filter(|g| std::ptr::fn_addr_eq(**g, f)).count()
+        };
+        assert_eq!(count(&FORMATTERS.read().unwrap()), 1, "registered once");
+
+        let payload: Box<dyn Any + Send> = Box::new("static");
+        assert_eq!(panic_message(&*payload), "static");
+        let payload: Box<dyn Any + Send> = Box::new(String::from("owned"));
+        assert_eq!(panic_message(&*payload), "owned");
+        let payload: Box<dyn Any + Send> = Box::new(Typed("a status"));
+        assert_eq!(panic_message(&*payload), "typed: a status");
+        let payload: Box<dyn Any + Send> = Box::new(NeverRegistered);
+        assert_eq!(
+            panic_message(&*payload),
+            "panicked with a payload that is not a message"
+        );
+    }
+
+    /// Panics as `KIT_PANIC_CHILD` says, under the kit's hook; run in a child process by the
+    /// test below, because a panic hook is the whole process's.
+    #[test]
+    #[ignore = "a child process of the_hook_prints_typed_payloads_and_hides_known_secrets"]
+    fn panicking_child() {
+        install_panic_hook();
+        register_panic_payload::<Typed>();
+        match std::env::var("KIT_PANIC_CHILD").as_deref() {
+            Ok("typed") => std::panic::panic_any(Typed("a status")),
+            Ok("secret") => {
+                SecretRegistry::global().remember("hunter2-correct-horse");
+                panic!("signed in with hunter2-correct-horse");
+            }
+            Ok("plain") => panic!("nothing to hide"),
+            Ok("unknown") => std::panic::panic_any(NeverRegistered),
+            other => panic!("unexpected KIT_PANIC_CHILD {other:?}"),
+        }
+    }
+
+    fn child_stderr(mode: &str) -> String {
+        let output = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--ignored",
+                "--exact",
+                "panic::tests::panicking_child",
+                "--nocapture",
+            ])
+            .env("KIT_PANIC_CHILD", mode)
+            .env("RUST_BACKTRACE", "0")
+            .output()
+            .unwrap();
+        assert!(!output.status.success(), "{mode}: the child must fail");
+        String::from_utf8(output.stderr).unwrap()
+    }
+
+    #[test]
+    fn the_hook_prints_typed_payloads_and_hides_known_secrets() {
+        let typed = child_stderr("typed");
+        assert!(
+            typed.contains("panicked at crates/kit-core/src/panic.rs:") && typed.contains("typed: a status"),
+            "{typed}"
+        );
+        assert!(!typed.contains("Box<dyn Any>"), "{typed}");
+
+        let secret = child_stderr("secret");
+        assert!(secret.contains("signed in with [REDACTED]"), "{secret}");
+        assert!(!secret.contains("hunter2"), "{secret}");
+        // Printed by the kit's hook, which says nothing about RUST_BACKTRACE.
+        assert!(!secret.contains("RUST_BACKTRACE"), "{secret}");
+
+        // A panic that needs neither goes to the hook that was there before: the standard one.
+        let plain = child_stderr("plain");
+        assert!(plain.contains("nothing to hide"), "{plain}");
+        assert!(plain.contains("note: run with `RUST_BACKTRACE=1`"), "{plain}");
+        let unknown = child_stderr("unknown");
+        assert!(unknown.contains("Box<dyn Any>"), "{unknown}");
+    }
+}

@@ -129,3 +129,50 @@ impl Metric {
         (self.total > 0).then(|| self.covered as f64 * 100.0 / self.total as f64)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_report_finds_sections_and_metrics_by_name() {
+        let report = Report {
+            sections: vec![
+                ReportSection::new("rest.endpoints", "REST", "Requests per endpoint")
+                    .with_metric(Metric::new("endpoints called", 2, 3))
+                    .with_columns(["Method", "Route"])
+                    .with_row(["GET", "/a"])
+                    .with_row(["PUT", "/b"])
+                    .with_note("one not called"),
+                ReportSection::new("openapi.operations", "OpenAPI", "Operations")
+                    .with_metric(Metric::new("operations", 1, 4))
+                    .with_metric(Metric::new("endpoints called", 9, 9)),
+            ],
+        };
+        let first = &report.sections[0];
+        assert_eq!(
+            (first.id.as_str(), first.category.as_str(), first.title.as_str()),
+            ("rest.endpoints", "REST", "Requests per endpoint")
+        );
+        assert_eq!(first.columns, ["Method", "Route"]);
+        assert_eq!(first.rows, [["GET", "/a"], ["PUT", "/b"]]);
+        assert_eq!(first.notes, ["one not called"]);
+        assert_eq!(report.section("openapi.operations").unwrap().title, "Operations");
+        assert_eq!(report.section("openapi"), None);
+        // The first section's metric wins.
+        assert_eq!(
+            report.metric("endpoints called"),
+            Some(&Metric::new("endpoints called", 2, 3))
+        );
+        assert_eq!(report.metric("operations").unwrap().covered, 1);
+        assert_eq!(report.metric("fields"), None);
+    }
+
+    #[test]
+    fn a_metric_is_a_percentage_of_what_there_is_to_cover() {
+        assert_eq!(Metric::new("m", 3, 4).percent(), Some(75.0));
+        assert_eq!(Metric::new("m", 1, 3).percent(), Some(100.0 / 3.0));
+        assert_eq!(Metric::new("m", 0, 1).percent(), Some(0.0));
+        assert_eq!(Metric::new("m", 0, 0).percent(), None);
+    }
+}
