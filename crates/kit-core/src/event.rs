@@ -1700,6 +1700,8 @@ mod tests {
         assert_eq!(attrs.get_i64("status"), Some(200));
         assert_eq!(attrs.get("flag"), Some(&AttributeValue::Bool(true)));
         assert_eq!(attrs.get("missing"), None);
+        // Nor by its length: "absent" is as long as "status".
+        assert_eq!(attrs.get("absent"), None);
         // The wrong kind is no answer.
         assert_eq!(attrs.get_str("status"), None);
         assert_eq!(attrs.get_i64("http.request.method"), None);

@@ -155,6 +155,10 @@ mod tests {
     }
 
     fn child_stderr(mode: &str) -> String {
+        child_stderr_with(mode, "0")
+    }
+
+    fn child_stderr_with(mode: &str, backtrace: &str) -> String {
         let output = Command::new(std::env::current_exe().unwrap())
             .args([
                 "--ignored",
@@ -163,7 +167,7 @@ mod tests {
                 "--nocapture",
             ])
             .env("KIT_PANIC_CHILD", mode)
-            .env("RUST_BACKTRACE", "0")
+            .env("RUST_BACKTRACE", backtrace)
             .output()
             .unwrap();
         assert!(!output.status.success(), "{mode}: the child must fail");
@@ -178,6 +182,9 @@ mod tests {
             "{typed}"
         );
         assert!(!typed.contains("Box<dyn Any>"), "{typed}");
+        assert!(!typed.contains("stack backtrace"), "{typed}");
+        let traced = child_stderr_with("typed", "1");
+        assert!(traced.contains("typed: a status\nstack backtrace:\n"), "{traced}");
 
         let secret = child_stderr("secret");
         assert!(secret.contains("signed in with [REDACTED]"), "{secret}");
