@@ -540,7 +540,8 @@ mod tests {
         ];
         list.on_event(&started(TestId::generate()));
         assert_eq!(taken(&log), ["a:event", "b:event", "c:event"]);
-        let hooks: [(&str, fn(&mut Vec<Probe>) -> Result<(), CollectorError>); 3] = [
+        type Hook = fn(&mut Vec<Probe>) -> Result<(), CollectorError>;
+        let hooks: [(&str, Hook); 3] = [
             ("flush", |l| l.flush()),
             ("flush_ended", |l| l.flush_ended()),
             ("finish", |l| l.finish()),
@@ -621,7 +622,7 @@ mod tests {
 
     #[test]
     fn a_recording_keeps_every_event_in_order_and_gives_one_test_its_own() {
-        let mut recording = RecordingCollector::new();
+        let recording = RecordingCollector::new();
         assert!(recording.is_empty());
         let (a, b) = (TestId::generate(), TestId::generate());
         let events = [
