@@ -368,6 +368,8 @@ mod tests {
             ("$.a[1", "$.a[1"),
             (r#"$["open"#, r#"$["open"#),
             ("$.é[7]", "$.é[]"),
+            (r#"$["a[0]"][1]"#, r#"$["a[0]"][]"#),
+            (r#"$["a["][0]"#, r#"$["a["][]"#),
         ] {
             assert_eq!(fold_indices(path), folded, "{path}");
         }
@@ -386,9 +388,52 @@ mod tests {
             ("$.a[0", "is not closed"),
             ("", "empty"),
             ("$a", "unexpected 'a'"),
+            ("$.items[?@.a]", "filters"),
+            ("$.items[0]?(x)", "filters"),
+            ("", "the path is empty"),
+            (".a", "a path starts with '$' or a member name"),
+            ("[0]", "a path starts with '$' or a member name"),
         ] {
             let err = path.parse::<JsonPath>().unwrap_err().to_string();
             assert!(err.contains(says), "{path}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_path_keeps_its_text_and_its_steps() {
+        let path: JsonPath = "lines[2].sku".parse().unwrap();
+        assert_eq!(path.as_str(), "lines[2].sku");
+        assert_eq!(path.to_string(), "lines[2].sku");
+        assert_eq!(
+            path.segments(),
+            [
+                PathSegment::Member("lines".into()),
+                PathSegment::Index(2),
+                PathSegment::Member("sku".into())
+            ]
+        );
+        assert!("$".parse::<JsonPath>().unwrap().segments().is_empty());
+    }
+
+    #[test]
+    fn a_member_is_written_plain_only_when_its_name_is_an_identifier() {
+        for (name, written) in [
+            ("sku", "$.sku"),
+            ("unit_price", "$.unit_price"),
+            ("content-type", "$.content-type"),
+            ("@type", "$.@type"),
+            ("$ref", "$.$ref"),
+            ("prix_é", "$.prix_é"),
+            ("2fa", "$.2fa"),
+            ("", r#"$[""]"#),
+            ("unit price", r#"$["unit price"]"#),
+            ("a.b", r#"$["a.b"]"#),
+            ("a[0]", r#"$["a[0]"]"#),
+            ("say \"hi\"", r#"$["say \"hi\""]"#),
+        ] {
+            let mut path = String::from("$");
+            push_member(&mut path, name);
+            assert_eq!(path, written, "{name:?}");
         }
     }
 }
