@@ -401,6 +401,7 @@ pub fn render_tree(events: &[Event]) -> String {
 mod tests {
     use super::*;
     use crate::event::{EventId, OperationEnded, OperationStarted, OperationStatus, RunId, Timestamp};
+    use crate::report::ReportSection;
     use crate::{Attachment, Attributes, Observation, TestFinished, TestOutcome, TestStarted};
     use std::time::Duration;
 
@@ -458,8 +459,6 @@ mod tests {
                 .push(ReportSection::new(self.name, "Probe", self.name));
         }
     }
-
-    use crate::report::ReportSection;
 
     fn event(test: TestId, sequence: u64, parent: Option<EventId>, kind: EventKind) -> Event {
         Event {
