@@ -65,9 +65,11 @@ struct Node {
     literals: FxHashMap<Box<str>, usize>,
     patterns: Vec<(Vec<Part>, usize)>,
     template: Option<usize>,
-    /// Routes ending here: those with query constraints first (most constraints first),
-    /// then at most one without.
-    ends: Vec<End>,
+    /// Routes ending here with query constraints, most constraints first.
+    constrained: Vec<End>,
+    /// The first route ending here without constraints. Kept apart from `constrained` so
+    /// a lookup reads no further memory when a node has none (most have none).
+    end: Option<usize>,
 }
 
 #[derive(Debug, Clone)]
@@ -168,9 +170,15 @@ impl RouteTable {
                     .collect()
             })
             .unwrap_or_default();
-        let ends = &mut self.nodes[node].ends;
-        ends.push(End { query, route });
-        ends.sort_by_key(|end| std::cmp::Reverse(end.query.len()));
+        let ending = &mut self.nodes[node];
+        if query.is_empty() {
+            ending.end.get_or_insert(route);
+        } else {
+            ending.constrained.push(End { query, route });
+            ending
+                .constrained
+                .sort_by_key(|end| std::cmp::Reverse(end.query.len()));
+        }
         route
     }
 
@@ -221,77 +229,122 @@ impl RouteTable {
     fn find(&self, path: &str, kind: Kind, query: Option<&str>) -> Option<usize> {
         let query = Query(query.filter(|q| !q.is_empty()));
         let body = path.strip_prefix('/').unwrap_or(path);
-        // The longest base path first; then the path as it is.
+        // Split once, decode once: a lookup that backtracks visits a segment again, and
+        // splitting and decoding it on every visit was most of a lookup's cost.
+        let mut inline = [""; INLINE_SEGMENTS];
+        let spilled: Vec<&str>;
+        let (raw, encoded): (&[&str], bool) = match split_into(body, &mut inline) {
+            Some((count, encoded)) => (&inline[..count], encoded),
+            None => {
+                spilled = body.split('/').collect();
+                (&spilled, body.contains('%'))
+            }
+        };
+        if !encoded {
+            return self.find_split(Segments { raw, decoded: raw }, kind, query);
+        }
+        let owned: Vec<Cow<'_, str>> = raw.iter().map(|segment| decode(segment)).collect();
+        let decoded: Vec<&str> = owned.iter().map(AsRef::as_ref).collect();
+        self.find_split(
+            Segments {
+                raw,
+                decoded: &decoded,
+            },
+            kind,
+            query,
+        )
+    }
+
+    /// The longest base path stripped first; then the path as it is.
+    fn find_split(&self, segments: Segments<'_>, kind: Kind, query: Query<'_>) -> Option<usize> {
         for prefix in &self.prefixes {
-            if let Some(rest) = strip_prefix(body, prefix)
+            if let Some(rest) = segments.strip_prefix(prefix)
                 && let Some(found) = self.find_normalised(rest, kind, query)
             {
                 return Some(found);
             }
         }
-        self.find_normalised(body, kind, query)
+        self.find_normalised(segments, kind, query)
     }
 
-    /// The path (after its leading slash) as given; else with its trailing slash dropped
-    /// or added.
-    fn find_normalised(&self, body: &str, kind: Kind, query: Query<'_>) -> Option<usize> {
-        if let Some(found) = self.walk(0, Some(body), kind, query) {
+    /// The path as given; else with its trailing slash dropped or added.
+    fn find_normalised(&self, segments: Segments<'_>, kind: Kind, query: Query<'_>) -> Option<usize> {
+        if let Some(found) = self.walk(0, segments, 0, kind, query) {
             return Some(found);
         }
-        match body.strip_suffix('/') {
-            Some(without) if !without.is_empty() => self.walk(0, Some(without), kind, query),
-            Some(_) => None,
-            // Only requests that found nothing get here: the allocation is off the hot path.
-            None => self.walk(0, Some(&format!("{body}/")), kind, query),
+        match segments.raw {
+            // `/` alone: dropping its slash leaves nothing to match.
+            ["", ""] => None,
+            [.., ""] if segments.raw.len() > 1 => {
+                let last = segments.raw.len() - 1;
+                let without = Segments {
+                    raw: &segments.raw[..last],
+                    decoded: &segments.decoded[..last],
+                };
+                self.walk(0, without, 0, kind, query)
+            }
+            // Only requests that found nothing get here: the allocations are off the hot path.
+            _ => {
+                let raw: Vec<&str> = segments.raw.iter().copied().chain([""]).collect();
+                let decoded: Vec<&str> = segments.decoded.iter().copied().chain([""]).collect();
+                self.walk(
+                    0,
+                    Segments {
+                        raw: &raw,
+                        decoded: &decoded,
+                    },
+                    0,
+                    kind,
+                    query,
+                )
+            }
         }
     }
 
-    /// Matches the segments in `rest` (`None` when there are no more) from `node`.
-    fn walk(&self, node: usize, rest: Option<&str>, kind: Kind, query: Query<'_>) -> Option<usize> {
+    /// Matches the segments from index `at` on (none left when `at` is past the end), from
+    /// `node`.
+    fn walk(
+        &self,
+        node: usize,
+        segments: Segments<'_>,
+        at: usize,
+        kind: Kind,
+        query: Query<'_>,
+    ) -> Option<usize> {
         let node = &self.nodes[node];
-        let Some(rest) = rest else {
+        let Some(&segment) = segments.raw.get(at) else {
             return node
-                .ends
+                .constrained
                 .iter()
                 .find(|end| end.query.iter().all(|(k, v)| query.has(k, v)))
-                .map(|end| end.route);
+                .map_or(node.end, |end| Some(end.route));
         };
-        let (segment, next) = match rest.split_once('/') {
-            Some((segment, next)) => (segment, Some(next)),
-            None => (rest, None),
-        };
-        if kind == Kind::Template && segment.contains('{') {
+        let next = at + 1;
+        let descend = |child: usize| self.walk(child, segments, next, kind, query);
+        if kind == Kind::Template && segment.bytes().any(|byte| byte == b'{') {
             if is_whole_template(segment) {
-                return node
-                    .template
-                    .and_then(|child| self.walk(child, next, kind, query));
+                return node.template.and_then(descend);
             }
             match key_segment(segment) {
-                KeySegment::Template => {
-                    return node
-                        .template
-                        .and_then(|child| self.walk(child, next, kind, query));
-                }
+                KeySegment::Template => return node.template.and_then(descend),
                 KeySegment::Pattern(parts) => {
                     for (pattern, child) in &node.patterns {
                         // The same literals in the same places, whatever the names.
                         if *pattern == parts
-                            && let Some(found) = self.walk(*child, next, kind, query)
+                            && let Some(found) = descend(*child)
                         {
                             return Some(found);
                         }
                     }
-                    return node
-                        .template
-                        .and_then(|child| self.walk(child, next, kind, query));
+                    return node.template.and_then(descend);
                 }
                 // Unbalanced braces: plain text.
                 KeySegment::Literal(_) => {}
             }
         }
-        let text = decode(segment);
-        if let Some(&child) = node.literals.get(text.as_ref())
-            && let Some(found) = self.walk(child, next, kind, query)
+        let text = segments.decoded[at];
+        if let Some(&child) = node.literals.get(text)
+            && let Some(found) = descend(child)
         {
             return Some(found);
         }
@@ -300,14 +353,13 @@ impl RouteTable {
             return None;
         }
         for (parts, child) in &node.patterns {
-            if pattern_matches(parts, &text)
-                && let Some(found) = self.walk(*child, next, kind, query)
+            if pattern_matches(parts, text)
+                && let Some(found) = descend(*child)
             {
                 return Some(found);
             }
         }
-        node.template
-            .and_then(|child| self.walk(child, next, kind, query))
+        node.template.and_then(descend)
     }
 
     fn push_node(&mut self) -> usize {
@@ -322,18 +374,93 @@ fn split(path: &str) -> impl Iterator<Item = &str> {
     path.strip_prefix('/').unwrap_or(path).split('/')
 }
 
-/// `body` (a path after its leading slash) without the base path's segments, compared
-/// decoded; `None` when it does not start with them.
-fn strip_prefix<'b>(body: &'b str, prefix: &[String]) -> Option<&'b str> {
-    let mut rest = body;
-    for expected in prefix {
-        let (segment, next) = rest.split_once('/').unwrap_or((rest, ""));
-        if decode(segment) != expected.as_str() {
+/// Segments a lookup splits a path into on the stack; a longer path is collected into a
+/// `Vec`. GitHub's deepest path key has 10 segments, Kubernetes' 8.
+const INLINE_SEGMENTS: usize = 16;
+
+/// The segments of `body` (a path after its leading slash) into `out`, and whether any is
+/// percent-encoded; `None` when there are more than `out` holds. `a/b/` gives `a`, `b`, ``
+/// and `` gives one empty segment, as [`split`] does. `str::split` and `contains` search with
+/// `memchr`, whose set-up per call cost more than this whole scan.
+fn split_into<'b>(body: &'b str, out: &mut [&'b str; INLINE_SEGMENTS]) -> Option<(usize, bool)> {
+    let bytes = body.as_bytes();
+    let mut count = 0;
+    let mut start = 0;
+    let mut encoded = false;
+    let mut from = 0;
+    loop {
+        let at = next_slash_or_percent(bytes, from);
+        match bytes.get(at) {
+            None => break,
+            Some(b'/') => {
+                *out.get_mut(count)? = &body[start..at];
+                count += 1;
+                start = at + 1;
+            }
+            Some(_) => encoded = true,
+        }
+        from = at + 1;
+    }
+    *out.get_mut(count)? = &body[start..];
+    Some((count + 1, encoded))
+}
+
+/// The offset of the first `/` or `%` in `bytes` from `from` on, or `bytes.len()`: eight
+/// bytes at a time, as kit-core's JSON writer looks for bytes to escape.
+fn next_slash_or_percent(bytes: &[u8], mut from: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    // The high bit of each byte that is zero, exact up to the lowest one: a borrow can only
+    // mark bytes above a byte that really is zero.
+    let zero_in = |x: u64| x.wrapping_sub(ONES) & !x & HIGHS;
+    while let Some(chunk) = bytes.get(from..from + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let word = u64::from_le_bytes(word);
+        let mask = zero_in(word ^ (ONES * u64::from(b'/'))) | zero_in(word ^ (ONES * u64::from(b'%')));
+        if mask != 0 {
+            return from + (mask.trailing_zeros() / 8) as usize;
+        }
+        from += 8;
+    }
+    while from < bytes.len() && !matches!(bytes[from], b'/' | b'%') {
+        from += 1;
+    }
+    from
+}
+
+/// A request's path split into segments, as written and percent-decoded (the same slice
+/// when nothing is encoded).
+#[derive(Debug, Clone, Copy)]
+struct Segments<'s> {
+    raw: &'s [&'s str],
+    decoded: &'s [&'s str],
+}
+
+impl<'s> Segments<'s> {
+    /// The segments after the base path's, compared decoded; `None` when the path does not
+    /// start with them. A path that is only the base path leaves one empty segment, as the
+    /// root `/` is.
+    fn strip_prefix(self, prefix: &[String]) -> Option<Segments<'s>> {
+        let head = self.decoded.get(..prefix.len())?;
+        if !head
+            .iter()
+            .zip(prefix)
+            .all(|(segment, expected)| *segment == expected)
+        {
             return None;
         }
-        rest = next;
+        if self.raw.len() == prefix.len() {
+            return Some(Segments {
+                raw: &[""],
+                decoded: &[""],
+            });
+        }
+        Some(Segments {
+            raw: &self.raw[prefix.len()..],
+            decoded: &self.decoded[prefix.len()..],
+        })
     }
-    Some(rest)
 }
 
 /// Percent-decodes one segment; invalid UTF-8 after decoding is replaced, not refused.
@@ -406,6 +533,136 @@ fn pattern_matches(parts: &[Part], text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The lookup as it was before it split paths once (it split and decoded a segment on
+    /// every visit): the oracle the property test holds the faster one to.
+    mod reference {
+        use super::super::*;
+
+        impl RouteTable {
+            pub(super) fn reference_find(
+                &self,
+                path: &str,
+                kind: Kind,
+                query: Option<&str>,
+            ) -> Option<usize> {
+                let query = Query(query.filter(|q| !q.is_empty()));
+                let body = path.strip_prefix('/').unwrap_or(path);
+                // The longest base path first; then the path as it is.
+                for prefix in &self.prefixes {
+                    if let Some(rest) = reference_strip_prefix(body, prefix)
+                        && let Some(found) = self.reference_normalised(rest, kind, query)
+                    {
+                        return Some(found);
+                    }
+                }
+                self.reference_normalised(body, kind, query)
+            }
+
+            /// The path (after its leading slash) as given; else with its trailing slash dropped
+            /// or added.
+            fn reference_normalised(&self, body: &str, kind: Kind, query: Query<'_>) -> Option<usize> {
+                if let Some(found) = self.reference_walk(0, Some(body), kind, query) {
+                    return Some(found);
+                }
+                match body.strip_suffix('/') {
+                    Some(without) if !without.is_empty() => {
+                        self.reference_walk(0, Some(without), kind, query)
+                    }
+                    Some(_) => None,
+                    // Only requests that found nothing get here: the allocation is off the hot path.
+                    None => self.reference_walk(0, Some(&format!("{body}/")), kind, query),
+                }
+            }
+
+            /// Matches the segments in `rest` (`None` when there are no more) from `node`.
+            fn reference_walk(
+                &self,
+                node: usize,
+                rest: Option<&str>,
+                kind: Kind,
+                query: Query<'_>,
+            ) -> Option<usize> {
+                let node = &self.nodes[node];
+                let Some(rest) = rest else {
+                    // The routes ending here, as the table kept them in one list before.
+                    return node
+                        .constrained
+                        .iter()
+                        .map(|end| (end.query.as_slice(), end.route))
+                        .chain(node.end.map(|route| (&[][..], route)))
+                        .find(|(constraints, _)| constraints.iter().all(|(k, v)| query.has(k, v)))
+                        .map(|(_, route)| route);
+                };
+                let (segment, next) = match rest.split_once('/') {
+                    Some((segment, next)) => (segment, Some(next)),
+                    None => (rest, None),
+                };
+                if kind == Kind::Template && segment.bytes().any(|byte| byte == b'{') {
+                    if is_whole_template(segment) {
+                        return node
+                            .template
+                            .and_then(|child| self.reference_walk(child, next, kind, query));
+                    }
+                    match key_segment(segment) {
+                        KeySegment::Template => {
+                            return node
+                                .template
+                                .and_then(|child| self.reference_walk(child, next, kind, query));
+                        }
+                        KeySegment::Pattern(parts) => {
+                            for (pattern, child) in &node.patterns {
+                                // The same literals in the same places, whatever the names.
+                                if *pattern == parts
+                                    && let Some(found) = self.reference_walk(*child, next, kind, query)
+                                {
+                                    return Some(found);
+                                }
+                            }
+                            return node
+                                .template
+                                .and_then(|child| self.reference_walk(child, next, kind, query));
+                        }
+                        // Unbalanced braces: plain text.
+                        KeySegment::Literal(_) => {}
+                    }
+                }
+                let text = decode(segment);
+                if let Some(&child) = node.literals.get(text.as_ref())
+                    && let Some(found) = self.reference_walk(child, next, kind, query)
+                {
+                    return Some(found);
+                }
+                if text.is_empty() {
+                    // Templates never match an empty segment: a value is required.
+                    return None;
+                }
+                for (parts, child) in &node.patterns {
+                    if pattern_matches(parts, &text)
+                        && let Some(found) = self.reference_walk(*child, next, kind, query)
+                    {
+                        return Some(found);
+                    }
+                }
+                node.template
+                    .and_then(|child| self.reference_walk(child, next, kind, query))
+            }
+        }
+
+        /// `body` (a path after its leading slash) without the base path's segments, compared
+        /// decoded; `None` when it does not start with them.
+        fn reference_strip_prefix<'b>(body: &'b str, prefix: &[String]) -> Option<&'b str> {
+            let mut rest = body;
+            for expected in prefix {
+                let (segment, next) = rest.split_once('/').unwrap_or((rest, ""));
+                if decode(segment) != expected.as_str() {
+                    return None;
+                }
+                rest = next;
+            }
+            Some(rest)
+        }
+    }
 
     fn table(keys: &[&str]) -> RouteTable {
         let mut t = RouteTable::new();
@@ -531,5 +788,149 @@ mod tests {
         let t = table(&["/a/{open", "/b/x}"]);
         assert_eq!(path(&t, "/a/{open"), Some("/a/{open"));
         assert_eq!(path(&t, "/b/x}"), Some("/b/x}"));
+    }
+
+    /// Parts of path keys and requests for the property test: literals, encoded text,
+    /// templates, patterns, unbalanced braces and empty segments.
+    const KEY_PARTS: &[&str] = &[
+        "a",
+        "b",
+        "@me",
+        "x.json",
+        "a%2Fb",
+        "main...dev",
+        "{id}",
+        "{x}",
+        "{base}...{head}",
+        "{name}.json",
+        "{open",
+        "x}",
+        "",
+    ];
+    const REQUEST_PARTS: &[&str] = &[
+        "a",
+        "b",
+        "%40me",
+        "@me",
+        "x.json",
+        "a%2Fb",
+        "a...b",
+        "",
+        "{id}",
+        "{a}...{b}",
+        "%ff",
+        "42",
+        "{open",
+        "%7Bid%7D",
+        "api",
+        "v2",
+    ];
+
+    fn joined(parts: &[&str], picks: &[usize]) -> String {
+        let segments: Vec<&str> = picks.iter().map(|&i| parts[i % parts.len()]).collect();
+        segments.join("/")
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2_000))]
+
+        /// Splitting once gives the answers splitting on every visit gave, for concrete
+        /// paths and templates, with base paths, trailing slashes, query constraints and
+        /// paths longer than the segments a lookup holds on the stack.
+        #[test]
+        fn split_once_lookup_answers_as_the_reference(
+            keys in proptest::collection::vec(
+                (proptest::collection::vec(0usize..64, 0..5), proptest::bool::ANY, proptest::bool::ANY),
+                1..12,
+            ),
+            prefixes in proptest::collection::vec(0usize..4, 0..3),
+            requests in proptest::collection::vec(
+                (
+                    // Mostly short paths, where base paths and the root meet; some longer
+                    // than the inline segments.
+                    proptest::prop_oneof![
+                        4 => proptest::collection::vec(0usize..64, 0..5),
+                        1 => proptest::collection::vec(0usize..64, 28..40),
+                    ],
+                    0usize..4,
+                    proptest::bool::ANY,
+                ),
+                1..16,
+            ),
+        ) {
+            let mut t = RouteTable::new();
+            for (picks, trailing, constrained) in &keys {
+                let mut key = format!("/{}", joined(KEY_PARTS, picks));
+                if *trailing {
+                    key.push('/');
+                }
+                if *constrained {
+                    key.push_str("?beta=true");
+                }
+                t.insert(&key);
+            }
+            let bases = ["/api", "/api/v2/", "/", "/a"];
+            t.set_prefixes(prefixes.iter().map(|&i| bases[i]));
+            for (picks, shape, with_query) in &requests {
+                let body = joined(REQUEST_PARTS, picks);
+                let path = match shape {
+                    0 => format!("/{body}"),
+                    1 => format!("/{body}/"),
+                    2 => body,
+                    _ => format!("//{body}"),
+                };
+                let query = with_query.then_some("x=1&beta=true");
+                for kind in [Kind::Concrete, Kind::Template] {
+                    proptest::prop_assert_eq!(
+                        t.find(&path, kind, query),
+                        t.reference_find(&path, kind, query),
+                        "{:?} {} {:?}", kind, path, query
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_path_longer_than_the_inline_segments_still_matches() {
+        let deep = format!("/{}", vec!["s"; INLINE_SEGMENTS + 3].join("/"));
+        let template = deep.replacen("/s", "/{id}", 1);
+        let t = table(&[&template]);
+        assert_eq!(path(&t, &deep), Some(template.as_str()));
+        assert_eq!(path(&t, &format!("{deep}/")), Some(template.as_str()));
+        assert_eq!(path(&t, &deep.replacen("/s", "/%73", 2)), Some(template.as_str()));
+        assert_eq!(path(&t, &format!("{deep}/s")), None);
+    }
+
+    #[test]
+    fn a_path_that_is_only_the_base_path_is_the_root() {
+        let mut t = table(&["/", "/pets"]);
+        t.set_prefixes(["/api/v2"]);
+        assert_eq!(path(&t, "/api/v2"), Some("/"));
+        assert_eq!(path(&t, "/api/v2/"), Some("/"));
+        assert_eq!(
+            path(&t, "/api/%76%32/pets"),
+            Some("/pets"),
+            "base paths compare decoded"
+        );
+        assert_eq!(path(&t, "/api"), None);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn next_slash_or_percent_finds_what_a_byte_loop_finds(
+            bytes in proptest::collection::vec(
+                proptest::prop_oneof![proptest::num::u8::ANY, proptest::strategy::Just(b'/'), proptest::strategy::Just(b'%'), proptest::strategy::Just(b'a')],
+                0..40,
+            ),
+            from in 0usize..40,
+        ) {
+            let from = from.min(bytes.len());
+            let slow = bytes[from..]
+                .iter()
+                .position(|b| matches!(b, b'/' | b'%'))
+                .map_or(bytes.len(), |p| from + p);
+            proptest::prop_assert_eq!(next_slash_or_percent(&bytes, from), slow);
+        }
     }
 }

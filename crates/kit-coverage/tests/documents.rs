@@ -72,6 +72,39 @@ fn query_and_additional_operations_are_operations_only_from_openapi_3_2() {
 }
 
 #[test]
+fn methods_are_found_whatever_their_case_and_told_apart_past_their_eighth_byte() {
+    let doc = load(
+        r#"{"openapi":"3.2.0","paths":{"/a":{
+            "get":{"responses":{"200":{}}},
+            "additionalOperations":{
+                "PROPFIND-LONG":{"responses":{"200":{}}},
+                "PROPFIND-LONGER":{"responses":{"200":{}}},
+                "PROPFIND":{"responses":{"200":{}}}}}}}"#,
+    );
+    let found = |method: &str| {
+        doc.find(method, None, Some(("/a", None)))
+            .map(|op| doc.operations()[op].method.clone())
+    };
+    assert_eq!(found("get").as_deref(), Some("GET"));
+    assert_eq!(found("GET").as_deref(), Some("GET"));
+    assert_eq!(found("propfind").as_deref(), Some("PROPFIND"));
+    assert_eq!(found("PROPFIND-LONG").as_deref(), Some("PROPFIND-LONG"));
+    assert_eq!(found("propfind-longer").as_deref(), Some("PROPFIND-LONGER"));
+    assert_eq!(
+        found("PROPFIND-LONGEST"),
+        None,
+        "same first eight bytes, another name"
+    );
+    assert_eq!(
+        found("PROPFIND-LONGRR"),
+        None,
+        "same length and first eight bytes"
+    );
+    assert_eq!(found("POST"), None);
+    assert_eq!(found("GE"), None);
+}
+
+#[test]
 fn json_media_types_and_wildcards_declare_fields_and_others_none() {
     let schema = r#"{"schema":{"type":"object","properties":{"id":{"type":"integer"}}}}"#;
     let fields = |media_type: &str| {
