@@ -200,6 +200,41 @@ fn unusable_inputs_exit_2_with_one_line() {
     assert!(!dir.path().parent().unwrap().join("x").exists());
 }
 
+#[test]
+fn an_openapi_document_that_cannot_be_read_is_the_error_whatever_the_archives_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = archive(dir.path(), "doc", &[("only", 200, TestOutcome::Passed)]);
+    let broken = dir.path().join("broken.json");
+    std::fs::write(&broken, r#"{"openapi":"3.0.3","paths":[]}"#).unwrap();
+    let cut = dir.path().join("cut.kittrace");
+    std::fs::write(&cut, "not a zip at all").unwrap();
+    // The document is read before the archives: its error comes first.
+    for command in ["report", "coverage"] {
+        for archive in [&good, &cut] {
+            let output = kit_cli(&[
+                command.as_ref(),
+                archive.as_os_str(),
+                "--openapi".as_ref(),
+                broken.as_os_str(),
+            ]);
+            assert_input_error(&output, "broken.json");
+            assert!(
+                stderr(&output).contains("`paths` is not a mapping"),
+                "{}",
+                stderr(&output)
+            );
+        }
+    }
+    let missing = dir.path().join("missing.yaml");
+    let output = kit_cli(&[
+        "coverage".as_ref(),
+        good.as_os_str(),
+        "--openapi".as_ref(),
+        missing.as_os_str(),
+    ]);
+    assert_input_error(&output, "missing.yaml");
+}
+
 /// An archive whose run met `secret` (remembered by a sanitizer) and recorded `body` in an
 /// attachment of test `t`, kept as a blob.
 fn archive_with_secret(dir: &Path, secret: &str, body: &str) -> PathBuf {
