@@ -25,6 +25,11 @@ use kit_core::*;
 use kit_coverage::OpenApiDocument;
 use kit_trace::{ArchiveReader, ArchiveWriter, RunManifest};
 
+/// The allocator `kit-cli`'s `main` sets: the report runs in this binary's child, and measures
+/// what the shipped binary does only with the same one.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const TESTS: usize = 10_000;
 const REQUESTS_PER_TEST: usize = 10;
 const RUNS: usize = 5;
