@@ -946,4 +946,28 @@ mod tests {
             assert!(!is_whole_template(not), "{not}");
         }
     }
+
+    #[test]
+    fn patterns_of_different_shapes_at_one_segment_keep_their_own_routes() {
+        let t = table(&["/c/{name}.json", "/c/{base}...{head}", "/c/{other}.json"]);
+        assert_eq!(path(&t, "/c/x.json"), Some("/c/{name}.json"));
+        assert_eq!(path(&t, "/c/a...b"), Some("/c/{base}...{head}"));
+        assert_eq!(
+            t.find_template("/c/{a}...{b}", None).map(|i| t.key(i)),
+            Some("/c/{base}...{head}")
+        );
+    }
+
+    #[test]
+    fn braces_are_templates_only_in_templates() {
+        let t = table(&["/f/{name}.{ext}", "/f/{path}"]);
+        // A template's `{file.name}` is a variable: the document's template, never its pattern.
+        assert_eq!(
+            t.find_template("/f/{file.name}", None).map(|i| t.key(i)),
+            Some("/f/{path}")
+        );
+        // In a concrete path the same text is text, and fits the pattern.
+        assert_eq!(path(&t, "/f/{file.name}"), Some("/f/{name}.{ext}"));
+        assert_eq!(path(&t, "/f/a.b"), Some("/f/{name}.{ext}"));
+    }
 }
