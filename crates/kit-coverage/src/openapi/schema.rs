@@ -139,40 +139,47 @@ impl<'d> Walk<'d> {
         let Some(object) = schema.as_object() else {
             return;
         };
-        for keyword in ["allOf", "oneOf", "anyOf"] {
-            if let Some(Value::Array(parts)) = object.get(keyword) {
-                for part in parts {
-                    self.schema(part, depth, hops, next_ref_is_hop);
+        // One pass over the schema's own keys rather than a lookup per keyword: each lookup
+        // SipHashed its keyword, six per schema, and a schema has a handful of keys. The
+        // order keywords are walked in does not change the set of fields.
+        for (keyword, value) in object {
+            match (keyword.as_str(), value) {
+                ("allOf" | "oneOf" | "anyOf", Value::Array(parts)) => {
+                    for part in parts {
+                        self.schema(part, depth, hops, next_ref_is_hop);
+                    }
                 }
+                ("properties", Value::Object(properties)) => {
+                    for (name, property) in properties {
+                        let len = self.path.len();
+                        push_member(&mut self.path, name);
+                        if !self.fields.contains(&self.path) {
+                            self.fields.insert(self.path.clone());
+                        }
+                        if depth + 1 < MAX_MEMBER_DEPTH {
+                            self.schema(property, depth + 1, hops, true);
+                        }
+                        self.path.truncate(len);
+                    }
+                }
+                ("items", item) => self.item(item, depth, hops, next_ref_is_hop),
+                ("prefixItems", Value::Array(items)) => {
+                    for item in items {
+                        self.item(item, depth, hops, next_ref_is_hop);
+                    }
+                }
+                _ => {}
             }
         }
-        if let Some(Value::Object(properties)) = object.get("properties") {
-            for (name, property) in properties {
-                let len = self.path.len();
-                push_member(&mut self.path, name);
-                if !self.fields.contains(&self.path) {
-                    self.fields.insert(self.path.clone());
-                }
-                if depth + 1 < MAX_MEMBER_DEPTH {
-                    self.schema(property, depth + 1, hops, true);
-                }
-                self.path.truncate(len);
-            }
-        }
-        let items = object.get("items").into_iter().chain(
-            object
-                .get("prefixItems")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten(),
-        );
-        for item in items {
-            if item.is_object() {
-                let len = self.path.len();
-                self.path.push_str("[]");
-                self.schema(item, depth, hops, next_ref_is_hop);
-                self.path.truncate(len);
-            }
+    }
+
+    /// An array's item schema, under `[]`.
+    fn item(&mut self, item: &'d Value, depth: usize, hops: usize, next_ref_is_hop: bool) {
+        if item.is_object() {
+            let len = self.path.len();
+            self.path.push_str("[]");
+            self.schema(item, depth, hops, next_ref_is_hop);
+            self.path.truncate(len);
         }
     }
 }
