@@ -280,4 +280,22 @@ mod tests {
             json!({ "$ref": "#/$defs/A", "properties": { "b": {}, "c": { "$ref": "other.yaml#/X" } } });
         assert_eq!(fields(&doc, &schema), ["$.a", "$.b", "$.c"]);
     }
+
+    #[test]
+    fn tuple_items_count_under_the_array_and_boolean_items_count_nothing() {
+        let schema = json!({
+            "properties": {
+                "pair": { "type": "array", "prefixItems": [
+                    { "properties": { "key": {} } },
+                    { "properties": { "value": {} } },
+                    true
+                ], "items": false },
+                "tags": { "type": "array", "items": true }
+            }
+        });
+        assert_eq!(
+            fields(&json!({}), &schema),
+            ["$.pair", "$.pair[].key", "$.pair[].value", "$.tags"]
+        );
+    }
 }
