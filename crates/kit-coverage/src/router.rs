@@ -789,6 +789,10 @@ mod tests {
         let t = table(&["/a/{open", "/b/x}"]);
         assert_eq!(path(&t, "/a/{open"), Some("/a/{open"));
         assert_eq!(path(&t, "/b/x}"), Some("/b/x}"));
+        // Literal text beats a pattern that would also fit it, whichever came first.
+        let t = table(&["/a/{p}open", "/a/{open"]);
+        assert_eq!(path(&t, "/a/{open"), Some("/a/{open"));
+        assert_eq!(path(&t, "/a/xopen"), Some("/a/{p}open"));
     }
 
     /// Parts of path keys and requests for the property test: literals, encoded text,
