@@ -416,6 +416,15 @@ mod tests {
     }
 
     #[test]
+    fn a_matcher_converts_into_the_value_it_serialises_as() {
+        let into = Value::from(json_value::greater_than(2));
+        assert_eq!(into[MATCHER_KEY]["kind"], "greater_than");
+        assert_eq!(into, serde_json::to_value(json_value::greater_than(2)).unwrap());
+        let kind = Matcher::from_shape(&into).unwrap().unwrap();
+        assert_eq!(kind.describe(), "greater than 2");
+    }
+
+    #[test]
     fn uuids_and_date_times_are_recognised() {
         assert!(is_uuid("0193a0b4-6f3c-7cc2-9a4e-0f3f9d8a1b2c"));
         assert!(!is_uuid("0193a0b46f3c7cc29a4e0f3f9d8a1b2c"));
@@ -424,6 +433,11 @@ mod tests {
             "2026-11-22T10:00:00Z",
             "2024-02-29t23:59:60.123+05:30",
             "1999-12-31 00:00:00-00:00",
+            // Divisible by 400: a leap year although divisible by 100.
+            "2000-02-29T00:00:00Z",
+            "2026-04-30T00:00:00Z",
+            "2026-02-28T00:00:00Z",
+            "2026-11-22T10:59:59+23:59",
         ] {
             assert!(is_rfc3339(ok), "{ok}");
         }
@@ -435,6 +449,23 @@ mod tests {
             "2026-11-22T10:00:00",
             "2026-11-22T10:00:00+5:00",
             "2026-11-22T10:00:00.Z",
+            // Divisible by 100 and not by 400: not a leap year.
+            "1900-02-29T00:00:00Z",
+            "2026-04-31T00:00:00Z",
+            "2026-11-00T00:00:00Z",
+            "2026-11-22T10:60:00Z",
+            "2026-11-22T10:00:61Z",
+            // One separator wrong at a time, so each check is seen on its own.
+            "2026/11-22T10:00:00Z",
+            "2026-11/22T10:00:00Z",
+            "2026-11-22X10:00:00Z",
+            "2026-11-22T10-00:00Z",
+            "2026-11-22T10:00-00Z",
+            "2026-11-22T10:00:00+05-30",
+            "2026-11-22T10:00:00+24:00",
+            "2026-11-22T10:00:00+05:60",
+            "2026-11-22T10:00:00+05:30Z",
+            "2026-11-22T10:00:00Zx",
         ] {
             assert!(!is_rfc3339(bad), "{bad}");
         }
