@@ -568,6 +568,10 @@ mod tests {
             "5e0",
             "5E+2",
             "5e-2",
+            // Exponents too long to add up in an i32: left to serde_json, never overflowed.
+            "1e-99999999999",
+            "0e99999999999",
+            "1e00000000000000000002",
         ] {
             assert!(read_as_serde_json_reads(text.as_bytes()), "{text}");
         }

@@ -79,6 +79,35 @@ fn rule_names_are_case_insensitive_by_default() {
     );
     // The exact spelling is preferred when both are there.
     assert!(partial(json!({ "a": 1 }), json!({ "A": 2, "a": 1 })).is_empty());
+    // In exact mode a member is listed by its name in any case, or, case-sensitively, as spelt.
+    assert!(
+        mismatches(
+            json!({ "Quantity": 2 }),
+            json!({ "quantity": 2 }),
+            ShapeOptions::EXACT
+        )
+        .is_empty()
+    );
+    let exact_sensitive = ShapeOptions {
+        exact: true,
+        case_sensitive: true,
+    };
+    assert!(
+        mismatches(
+            json!({ "quantity": 2 }),
+            json!({ "quantity": 2 }),
+            exact_sensitive
+        )
+        .is_empty()
+    );
+    assert_eq!(
+        mismatches(
+            json!({ "quantity": 2 }),
+            json!({ "quantity": 2, "Quantity": 3 }),
+            exact_sensitive
+        ),
+        ["[$.Quantity]: unexpected property. (Expected: <not in the shape>, Actual: 3)"]
+    );
 }
 
 #[test]
@@ -101,6 +130,21 @@ fn rule_scalars_match_equal_values_numbers_by_value() {
         partial(json!({ "o": { "x": 1 } }), json!({ "o": [1] })),
         ["[$.o]: types differ: expected an object, found an array. (Expected: {\"x\":1}, Actual: [1])"]
     );
+}
+
+#[test]
+fn rule_integers_compare_exactly_past_a_floats_precision() {
+    // Each pair is one apart and the same f64: only an integer comparison tells them apart.
+    let (big, u64_max) = (9_007_199_254_740_993_i64, u64::MAX);
+    for (a, b) in [
+        (json!(big), json!(big - 1)),
+        (json!(-big), json!(-big + 1)),
+        (json!(u64_max), json!(u64_max - 1)),
+    ] {
+        assert_eq!(partial(a.clone(), b.clone()).len(), 1, "{a} against {b}");
+        assert!(partial(a.clone(), a.clone()).is_empty(), "{a}");
+        assert!(partial(b.clone(), b.clone()).is_empty(), "{b}");
+    }
 }
 
 #[test]
@@ -239,6 +283,31 @@ fn matcher_cases() -> Vec<(&'static str, Matcher, Vec<Value>, Vec<Value>)> {
             vec![json!("lost"), json!(null)],
         ),
         ("one_of numbers", one_of([1, 2]), vec![json!(2.0)], vec![json!(3)]),
+        (
+            "one_of arrays and objects",
+            one_of([json!([1, 2]), json!({ "a": 1 })]),
+            vec![json!([1.0, 2]), json!({ "a": 1.0 })],
+            vec![
+                json!([1]),
+                json!([1, 3]),
+                json!([1, 2, 3]),
+                json!({ "a": 2 }),
+                json!({ "b": 1 }),
+                json!({ "a": 1, "b": 2 }),
+            ],
+        ),
+        (
+            "greater_than past a float's precision",
+            greater_than(-9_007_199_254_740_993_i64),
+            vec![json!(-9_007_199_254_740_992_i64)],
+            vec![json!(-9_007_199_254_740_993_i64)],
+        ),
+        (
+            "less_than past a float's precision",
+            less_than(u64::MAX),
+            vec![json!(u64::MAX - 1)],
+            vec![json!(u64::MAX)],
+        ),
         (
             "string_containing",
             string_containing("ord"),
@@ -384,6 +453,10 @@ fn the_text_match_finds_members_as_the_tree_match_does() {
             exact: false,
             case_sensitive: true,
         },
+        ShapeOptions {
+            exact: true,
+            case_sensitive: true,
+        },
     ];
     // Repeated names (the last value counts), names in other cases (the exact spelling first),
     // escapes, numbers written differently, and a member the shape wants absent.
@@ -417,6 +490,15 @@ fn the_text_match_finds_members_as_the_tree_match_does() {
                 match_shape(&shape, &value, options),
                 "{shape} on {text}, {options:?}"
             );
+            // The text alone must answer a match: one it misses is only hidden by the fallback.
+            let text_only = PreparedShape::new(shape.clone())
+                .try_matches_slice(text.as_bytes(), options)
+                .unwrap();
+            assert_eq!(
+                text_only.as_ref(),
+                on_text.is_match().then_some(&on_text),
+                "the text alone, {shape} on {text}, {options:?}"
+            );
         }
     }
 }
@@ -432,23 +514,33 @@ fn the_text_match_of_a_large_object_or_a_failing_document_is_the_tree_match() {
     // A large object with a repeated name, found through the index as through the scan.
     let mut text: String = (0..40).map(|i| format!("\"m{i}\":{i},")).collect();
     text = format!("{{\"a\":1,{text}\"A\":2,\"a\":3}}");
-    for (shape, options) in [
-        (json!({ "a": 3, "m39": 39 }), ShapeOptions::default()),
-        (json!({ "a": 1 }), ShapeOptions::default()),
-        (json!({ "M7": 7 }), ShapeOptions::default()),
-        (
-            json!({ "M7": 7 }),
-            ShapeOptions {
-                exact: false,
-                case_sensitive: true,
-            },
-        ),
+    let sensitive = ShapeOptions {
+        exact: false,
+        case_sensitive: true,
+    };
+    for (shape, options, matches) in [
+        (json!({ "a": 3, "m39": 39 }), ShapeOptions::default(), true),
+        // Case-sensitive, so only the index finds them: no scan in any case follows.
+        (json!({ "a": 3, "m39": 39 }), sensitive, true),
+        (json!({ "a": 1 }), ShapeOptions::default(), false),
+        (json!({ "M7": 7 }), ShapeOptions::default(), true),
+        (json!({ "M7": 7 }), sensitive, false),
     ] {
         let value: Value = serde_json::from_str(&text).unwrap();
         let on_text = PreparedShape::new(shape.clone())
             .matches_slice(text.as_bytes(), &options)
             .unwrap();
         assert_eq!(on_text, match_shape(&shape, &value, &options), "{shape}");
+        assert_eq!(on_text.is_match(), matches, "{shape}, {options:?}");
+        // Found by the text alone, not by the fallback to a `Value`.
+        let text_only = PreparedShape::new(shape.clone())
+            .try_matches_slice(text.as_bytes(), &options)
+            .unwrap();
+        assert_eq!(
+            text_only.is_some(),
+            matches,
+            "the text alone, {shape}, {options:?}"
+        );
     }
     let shape = PreparedShape::new(json!({ "a": 1 }));
     for text in ["", "{", "{\"a\":1} {}", "[1,]"] {
@@ -458,6 +550,15 @@ fn the_text_match_of_a_large_object_or_a_failing_document_is_the_tree_match() {
         let by_serde = serde_json::from_str::<Value>(text).unwrap_err();
         assert_eq!(refused.to_string(), by_serde.to_string(), "{text:?}");
     }
+}
+
+#[test]
+fn a_prepared_shape_lends_and_shows_its_shape() {
+    let prepared = PreparedShape::new(json!({ "id": json_value::uuid() }));
+    assert_eq!(prepared.shape(), &json!({ "id": json_value::uuid() }));
+    let shown = format!("{prepared:?}");
+    assert!(shown.starts_with("PreparedShape { shape: Object {"), "{shown}");
+    assert!(shown.contains("\"uuid\""), "{shown}");
 }
 
 mod properties {
