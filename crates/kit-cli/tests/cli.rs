@@ -386,3 +386,201 @@ fn tests_read_side_by_side_are_reported_in_order_and_a_damaged_one_is_named() {
     let output = report(&[&path]);
     assert_input_error(&output, &format!("tests/{fifth}/"));
 }
+
+#[test]
+fn fail_on_test_failure_passes_a_run_whose_tests_all_passed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = archive(
+        dir.path(),
+        "all-passed",
+        &[("a", 200, TestOutcome::Passed), ("b", 200, TestOutcome::Passed)],
+    );
+    for command in ["report", "coverage"] {
+        let output = kit_cli(&[
+            command.as_ref(),
+            path.as_os_str(),
+            "--fail-on-test-failure".as_ref(),
+        ]);
+        assert_eq!(output.status.code(), Some(0), "{command}: {}", stderr(&output));
+        assert_eq!(stderr(&output), "", "{command}");
+    }
+    let failing = archive(
+        dir.path(),
+        "one-failed",
+        &[(
+            "a",
+            500,
+            TestOutcome::Failed {
+                message: "boom".into(),
+            },
+        )],
+    );
+    let output = kit_cli(&[
+        "coverage".as_ref(),
+        failing.as_os_str(),
+        "--fail-on-test-failure".as_ref(),
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stderr(&output), "kit-cli: 1 test(s) failed or were interrupted\n");
+}
+
+/// An archive of one `GET` response recorded by its URL alone, with no route template, as a
+/// client that knows no templates records it.
+fn archive_of_url(dir: &Path, url: &str) -> PathBuf {
+    let run_id = RunId::new("by-url").unwrap();
+    let writer = ArchiveWriter::create(dir, RunManifest::new(run_id.clone(), "cargo-test")).unwrap();
+    let path = writer.path().to_owned();
+    let run = KitRun::new(
+        KitBuilder::new(Configuration::new()).build().unwrap().host,
+        Bus::builder().collector(writer).start(),
+        run_id,
+    );
+    let ctx = run.begin_test(TestStarted::new("by_url"));
+    let op = ctx.start_operation(
+        None,
+        OperationStarted::new(semconv::OP_HTTP_REQUEST, "REST · GET"),
+    );
+    op.observe(Observation::new(
+        semconv::OBS_HTTP_RESPONSE,
+        Attributes::new()
+            .with(semconv::HTTP_REQUEST_METHOD, "GET")
+            .with(semconv::URL_FULL, url)
+            .with(semconv::HTTP_RESPONSE_STATUS_CODE, 200),
+    ));
+    op.end(OperationStatus::Ok, Attributes::new());
+    ctx.finish(TestOutcome::Passed).unwrap();
+    run.bus().shutdown().unwrap();
+    path
+}
+
+#[test]
+fn base_paths_from_flags_or_configuration_replace_the_documents() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = archive_of_url(dir.path(), "http://127.0.0.1:8080/api/items/7");
+    let document = dir.path().join("openapi.json");
+    std::fs::write(
+        &document,
+        r#"{ "openapi": "3.0.3", "info": { "title": "t", "version": "1" },
+             "servers": [{ "url": "http://127.0.0.1:8080/api" }],
+             "paths": { "/items/{id}": { "get": { "responses": { "200": { "description": "ok" } } } } } }"#,
+    )
+    .unwrap();
+    let config = dir.path().join("kit.toml");
+    std::fs::write(&config, "[Kit.Coverage]\nBasePaths = [\"/elsewhere\"]\n").unwrap();
+    let operations = |extra: &[&str]| {
+        let mut args: Vec<&std::ffi::OsStr> = vec![
+            "coverage".as_ref(),
+            path.as_os_str(),
+            "--openapi".as_ref(),
+            document.as_os_str(),
+            "--format".as_ref(),
+            "json".as_ref(),
+        ];
+        args.extend(extra.iter().map(|a| std::ffi::OsStr::new(*a)));
+        let output = kit_cli(&args);
+        assert_eq!(output.status.code(), Some(0), "{extra:?}: {}", stderr(&output));
+        let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        let metrics = json["coverage"]["sections"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|s| s["metrics"].as_array().into_iter().flatten())
+            .find(|m| m["name"] == "operations")
+            .cloned()
+            .unwrap();
+        (
+            metrics["covered"].as_u64().unwrap(),
+            metrics["total"].as_u64().unwrap(),
+        )
+    };
+    let empty_dir = dir.path().join("no-config");
+    std::fs::create_dir(&empty_dir).unwrap();
+    let no_config = ["--config", empty_dir.to_str().unwrap()];
+    // The document's own `/api`.
+    assert_eq!(operations(&no_config), (1, 1));
+    // A flag replaces it: nothing is under `/elsewhere`; `/api` given again finds it.
+    assert_eq!(
+        operations(&[no_config[0], no_config[1], "--base-path", "/elsewhere"]),
+        (0, 1)
+    );
+    assert_eq!(
+        operations(&[no_config[0], no_config[1], "--base-path", "/api"]),
+        (1, 1)
+    );
+    // So does the configuration's list, and a flag wins over it.
+    let with_config = ["--config", config.to_str().unwrap()];
+    assert_eq!(operations(&with_config), (0, 1));
+    assert_eq!(
+        operations(&[with_config[0], with_config[1], "--base-path", "/api"]),
+        (1, 1)
+    );
+}
+
+#[test]
+fn a_request_that_got_no_response_is_reported_with_its_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_id = RunId::new("refused").unwrap();
+    let writer = ArchiveWriter::create(dir.path(), RunManifest::new(run_id.clone(), "cargo-test")).unwrap();
+    let path = writer.path().to_owned();
+    let run = KitRun::new(
+        KitBuilder::new(Configuration::new()).build().unwrap().host,
+        Bus::builder().collector(writer).start(),
+        run_id,
+    );
+    let ctx = run.begin_test(TestStarted::new("suite::refused"));
+    let op = ctx.start_operation(
+        None,
+        OperationStarted::new(semconv::OP_HTTP_REQUEST, "REST · GET /items/{id}").with_attributes(
+            Attributes::new()
+                .with(semconv::HTTP_REQUEST_METHOD, "GET")
+                .with(semconv::HTTP_ROUTE, "/items/{id}")
+                .with(semconv::URL_FULL, "http://127.0.0.1:9/items/7"),
+        ),
+    );
+    op.observe(Observation::new(
+        semconv::OBS_HTTP_FAILURE,
+        Attributes::new().with(semconv::KIT_FAILURE_MESSAGE, "connection refused\nsecond line"),
+    ));
+    // An observation of another kind after it leaves the failure in place.
+    op.observe(Observation::new(
+        semconv::OBS_HTTP_CONTRACT_SHAPE,
+        Attributes::new(),
+    ));
+    op.end(
+        OperationStatus::Error {
+            message: "connection refused".into(),
+        },
+        Attributes::new(),
+    );
+    ctx.finish(TestOutcome::Failed {
+        message: "the request failed".into(),
+    })
+    .unwrap();
+    run.bus().shutdown().unwrap();
+
+    let output = kit_cli(&[
+        "report".as_ref(),
+        path.as_os_str(),
+        "--format".as_ref(),
+        "json".as_ref(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let request = &json["runs"][0]["tests"][0]["last_requests"][0];
+    assert_eq!(request["failure"], "connection refused\nsecond line", "{json}");
+    assert!(request.get("status").is_none(), "{request}");
+    // The failure summaries show its first line.
+    let output = kit_cli(&[
+        "report".as_ref(),
+        path.as_os_str(),
+        "--format".as_ref(),
+        "markdown".as_ref(),
+    ]);
+    let text = stdout(&output);
+    assert!(
+        text.contains(
+            "\nGET /items/{id} → failed: connection refused (http://127.0.0.1:9/items/7), request "
+        ),
+        "{text}"
+    );
+}

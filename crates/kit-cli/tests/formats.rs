@@ -740,3 +740,87 @@ fn bad_inputs_exit_2_with_one_line_and_write_nothing_else() {
     );
     assert!(!dir.path().parent().unwrap().join("x").exists());
 }
+
+/// The covered and total counts of `metric` in a `coverage --format json` output.
+fn metric(json: &Value, metric: &str) -> (u64, u64) {
+    let sections = json["coverage"]["sections"].as_array().unwrap();
+    let found = sections
+        .iter()
+        .flat_map(|s| s["metrics"].as_array().into_iter().flatten())
+        .find(|m| m["name"] == metric)
+        .unwrap_or_else(|| panic!("no {metric} metric in {json}"));
+    (
+        found["covered"].as_u64().unwrap(),
+        found["total"].as_u64().unwrap(),
+    )
+}
+
+/// `coverage --format json` with `args` after the fixture: its exit code, stderr and output.
+fn coverage_json(args: &[&std::ffi::OsStr]) -> (Option<i32>, String, Option<Value>) {
+    let fixture = fixture();
+    let mut all: Vec<&std::ffi::OsStr> = vec!["coverage".as_ref(), fixture.as_os_str()];
+    all.extend_from_slice(args);
+    all.extend(["--format", "json"].map(std::ffi::OsStr::new));
+    let output = kit_cli(&all);
+    let json = serde_json::from_slice(&output.stdout).ok();
+    (output.status.code(), text(&output.stderr), json)
+}
+
+#[test]
+fn coverage_takes_its_document_and_gates_from_configuration_and_flags_win() {
+    let dir = tempfile::tempdir().unwrap();
+    let document = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(OPENAPI)).unwrap();
+    // The document beside the configuration, named relative to it.
+    std::fs::write(dir.path().join("openapi.yaml"), &document).unwrap();
+    let toml = dir.path().join("kit.toml");
+    std::fs::write(
+        &toml,
+        "[Kit.Coverage]\nOpenApi = \"openapi.yaml\"\n[Kit.Coverage.Gates]\nOperations = 100\nFields = 90\n",
+    )
+    .unwrap();
+    let json = dir.path().join("kit.json");
+    std::fs::write(
+        &json,
+        r#"{ "Kit": { "Coverage": { "OpenApi": "openapi.yaml", "Gates": { "Fields": 90 } } } }"#,
+    )
+    .unwrap();
+    let short = "kit-cli: gate failed: fields coverage 57.9% (11 of 19) is below the gate of 90%\n";
+    for config in [&toml, &json] {
+        let (code, stderr, output) = coverage_json(&["--config".as_ref(), config.as_os_str()]);
+        assert_eq!((code, stderr.as_str()), (Some(1), short), "{}", config.display());
+        assert_eq!(
+            metric(&output.unwrap(), "operations"),
+            (5, 5),
+            "{}",
+            config.display()
+        );
+        // A flag's gate replaces the configuration's.
+        let (code, stderr, _) = coverage_json(&[
+            "--config".as_ref(),
+            config.as_os_str(),
+            "--fail-under-fields".as_ref(),
+            "50".as_ref(),
+        ]);
+        assert_eq!(code, Some(0), "{}: {stderr}", config.display());
+    }
+
+    // `--exclude-deprecated` takes a deprecated operation out, though the configuration is silent.
+    let deprecated = document.replacen(
+        "    delete:\n      operationId: deleteOrder\n",
+        "    delete:\n      operationId: deleteOrder\n      deprecated: true\n",
+        1,
+    );
+    assert_ne!(deprecated, document, "the example's DELETE moved");
+    std::fs::write(dir.path().join("openapi.yaml"), deprecated).unwrap();
+    let operations = |extra: &[&str]| {
+        let mut args: Vec<&std::ffi::OsStr> = vec!["--config".as_ref(), toml.as_os_str()];
+        args.extend(extra.iter().map(|a| std::ffi::OsStr::new(*a)));
+        let (_, stderr, output) = coverage_json(&args);
+        metric(
+            &output.unwrap_or_else(|| panic!("{extra:?}: {stderr}")),
+            "operations",
+        )
+    };
+    assert_eq!(operations(&[]), (5, 5));
+    assert_eq!(operations(&["--exclude-deprecated"]), (4, 4));
+}
