@@ -824,3 +824,99 @@ fn coverage_takes_its_document_and_gates_from_configuration_and_flags_win() {
     assert_eq!(operations(&[]), (5, 5));
     assert_eq!(operations(&["--exclude-deprecated"]), (4, 4));
 }
+
+/// The values of a span's (or a span event's) attribute `key`, one per time it is listed.
+fn span_attributes<'a>(item: &'a Value, key: &str) -> Vec<&'a Value> {
+    item["attributes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|a| a["key"] == key)
+        .map(|a| &a["value"])
+        .collect()
+}
+
+/// A span's attribute `key` as text, if it has it.
+fn span_attribute<'a>(item: &'a Value, key: &str) -> Option<&'a str> {
+    span_attributes(item, key)
+        .first()
+        .and_then(|v| v["stringValue"].as_str())
+}
+
+#[test]
+fn otlp_spans_carry_outcomes_and_assertion_results_but_no_bodies() {
+    let otlp: Value = serde_json::from_slice(&export("--otlp")).unwrap();
+    let spans = otlp["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        .as_array()
+        .unwrap();
+    let test = |name: &str| {
+        spans
+            .iter()
+            .find(|s| span_attribute(s, "kit.test.name") == Some(name))
+            .unwrap_or_else(|| panic!("no span of test {name}"))
+    };
+    assert_eq!(
+        test("a_passes")["status"],
+        serde_json::json!({ "code": 1, "message": "" })
+    );
+    assert_eq!(
+        test("c_needs_grpc")["status"]["code"],
+        1,
+        "a skip is not an error"
+    );
+    let failed = &test("b_fails_on_purpose")["status"];
+    assert_eq!(failed["code"], 2);
+    assert!(
+        failed["message"].as_str().unwrap().contains("deliberate failure"),
+        "{failed}"
+    );
+    assert!(
+        spans.iter().any(
+            |s| s["status"]["message"] == "interrupted: the test never finished" && s["status"]["code"] == 2
+        ),
+        "the interrupted test"
+    );
+
+    let (mut passed, mut failed) = (0, 0);
+    for span in spans {
+        for key in ["kit.http.request.body", "kit.http.response.body"] {
+            assert!(span_attribute(span, key).is_none(), "{key} in {}", span["name"]);
+        }
+        for event in span["events"].as_array().into_iter().flatten() {
+            // Assertions on a request are events of its CLIENT span.
+            if event["name"].as_str().unwrap().starts_with("status") {
+                assert_eq!(span["kind"], 3, "{} on {}", event["name"], span["name"]);
+            }
+            // Observations are events too, with no result.
+            let results = span_attributes(event, "assertion.result");
+            if results.is_empty() && event["name"].as_str().unwrap().starts_with("http.") {
+                continue;
+            }
+            // Each key once, as OTLP requires.
+            assert_eq!(results.len(), 1, "{event}");
+            match results[0]["boolValue"].as_bool() {
+                Some(true) => {
+                    passed += 1;
+                    assert!(span_attribute(event, "exception.message").is_none(), "{event}");
+                }
+                Some(false) => {
+                    failed += 1;
+                    assert!(span_attribute(event, "exception.message").is_some(), "{event}");
+                }
+                None => panic!("not a bool: {event}"),
+            }
+        }
+        // A request that got its response: the CLIENT span has its status code and is OK.
+        if span["kind"] == 3
+            && span["attributes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|a| a["key"] == "http.response.status_code")
+        {
+            assert_eq!(span["status"]["code"], 1, "{}", span["name"]);
+        }
+    }
+    // The fixture's failures are not the kit's assertions (the CLI's tests cover those).
+    assert!(passed > 0 && failed == 0, "{passed} passed, {failed} failed");
+}
