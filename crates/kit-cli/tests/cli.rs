@@ -584,3 +584,190 @@ fn a_request_that_got_no_response_is_reported_with_its_failure() {
         "{text}"
     );
 }
+
+#[test]
+fn har_and_curl_carry_what_each_request_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_id = RunId::new("exchanges").unwrap();
+    let writer = ArchiveWriter::create(dir.path(), RunManifest::new(run_id.clone(), "cargo-test")).unwrap();
+    let path = writer.path().to_owned();
+    let run = KitRun::new(
+        KitBuilder::new(Configuration::new()).build().unwrap().host,
+        Bus::builder().collector(writer).start(),
+        run_id,
+    );
+    let ctx = run.begin_test(TestStarted::new("suite::two_requests"));
+    let header = |name: &str| format!("{}{name}", semconv::HTTP_REQUEST_HEADER_PREFIX);
+    let body = r#"{"sku":"A-1"}"#;
+    let created = ctx.start_operation(
+        None,
+        OperationStarted::new(semconv::OP_HTTP_REQUEST, "REST · POST /orders").with_attributes(
+            Attributes::new()
+                .with(semconv::HTTP_REQUEST_METHOD, "POST")
+                .with(semconv::HTTP_ROUTE, "/orders")
+                .with(semconv::URL_FULL, "http://127.0.0.1:8080/api/orders")
+                .with(header("cookie"), "session=[REDACTED]; theme=dark")
+                .with(header("content-type"), "application/json")
+                .with(
+                    header("accept"),
+                    vec!["application/json".to_owned(), "text/plain".to_owned()],
+                )
+                .with(semconv::KIT_REQUEST_BODY, body)
+                .with(semconv::HTTP_REQUEST_BODY_SIZE, body.len()),
+        ),
+    );
+    let created_id = created.id().to_string();
+    created.observe(Observation::new(
+        semconv::OBS_HTTP_RESPONSE,
+        Attributes::new().with(semconv::HTTP_RESPONSE_STATUS_CODE, 201),
+    ));
+    // Observations of other kinds after the response change nothing of it.
+    created.observe(Observation::new(
+        semconv::OBS_HTTP_CONTRACT_SHAPE,
+        Attributes::new(),
+    ));
+    // An assertion another recorder made: no `assertion.result`, only its status.
+    let assertion = ctx.start_operation(
+        Some(created.id()),
+        OperationStarted::new("assert.status", "status 200 OK"),
+    );
+    assertion.end(
+        OperationStatus::Error {
+            message: "expected 200, got 201".into(),
+        },
+        Attributes::new(),
+    );
+    created.end(OperationStatus::Ok, Attributes::new());
+    let refused = ctx.start_operation(
+        None,
+        OperationStarted::new(semconv::OP_HTTP_REQUEST, "REST · GET /orders/{id}").with_attributes(
+            Attributes::new()
+                .with(semconv::HTTP_REQUEST_METHOD, "GET")
+                .with(semconv::HTTP_ROUTE, "/orders/{id}")
+                .with(semconv::URL_FULL, "http://127.0.0.1:9/api/orders/7"),
+        ),
+    );
+    let refused_id = refused.id().to_string();
+    refused.observe(Observation::new(
+        semconv::OBS_HTTP_FAILURE,
+        Attributes::new().with(semconv::KIT_FAILURE_MESSAGE, "connection refused"),
+    ));
+    refused.observe(Observation::new(
+        semconv::OBS_HTTP_CONTRACT_SHAPE,
+        Attributes::new(),
+    ));
+    // Time passes, so the entry's time (from its end, with no duration recorded) is not zero.
+    std::thread::sleep(std::time::Duration::from_millis(2));
+    refused.end(
+        OperationStatus::Error {
+            message: "the operation's own message".into(),
+        },
+        Attributes::new(),
+    );
+    ctx.finish(TestOutcome::Passed).unwrap();
+    run.bus().shutdown().unwrap();
+
+    let har_path = dir.path().join("out.har");
+    let output = kit_cli(&[
+        "export".as_ref(),
+        path.as_os_str(),
+        "--har".as_ref(),
+        har_path.as_os_str(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let har: serde_json::Value = serde_json::from_slice(&std::fs::read(&har_path).unwrap()).unwrap();
+    let entries = har["log"]["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 2, "{har}");
+    let (first, second) = (&entries[0], &entries[1]);
+    assert_eq!(first["response"]["status"], 201, "{first}");
+    assert_eq!(first["request"]["bodySize"], body.len(), "{first}");
+    assert_eq!(
+        first["request"]["postData"]["mimeType"], "application/json",
+        "{first}"
+    );
+    assert_eq!(first["request"]["postData"]["text"], body, "{first}");
+    assert_eq!(first["request"]["cookies"][1]["name"], "theme", "{first}");
+    // A header recorded as a list is one HAR header per value.
+    let accepts: Vec<&serde_json::Value> = first["request"]["headers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|h| h["name"] == "accept")
+        .map(|h| &h["value"])
+        .collect();
+    assert_eq!(accepts, ["application/json", "text/plain"], "{first}");
+    assert_eq!(first["comment"], format!("request {created_id}"));
+    let this_year = first["startedDateTime"].as_str().unwrap();
+    assert!(this_year >= "2026" && this_year.ends_with('Z'), "{this_year}");
+    // No response: status 0, the transport's failure (not the operation's message) in the
+    // comment, and the time from its start to its end.
+    assert_eq!(second["response"]["status"], 0, "{second}");
+    assert_eq!(
+        second["comment"],
+        format!("request {refused_id}: connection refused")
+    );
+    let time = second["time"].as_f64().unwrap();
+    assert!((2.0..1000.0).contains(&time), "{time} ms");
+    let page = har["log"]["pages"][0]["startedDateTime"].as_str().unwrap();
+    assert!(page >= "2026" && page <= this_year, "{page}");
+
+    // In OTLP the assertion is an event of the request's span, failed by its status.
+    let otlp_path = dir.path().join("out.otlp.json");
+    let output = kit_cli(&[
+        "export".as_ref(),
+        path.as_os_str(),
+        "--otlp".as_ref(),
+        otlp_path.as_os_str(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let otlp: serde_json::Value = serde_json::from_slice(&std::fs::read(&otlp_path).unwrap()).unwrap();
+    let spans = otlp["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        .as_array()
+        .unwrap();
+    let request = spans.iter().find(|s| s["name"] == "POST /orders").unwrap();
+    let event = request["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "status 200 OK")
+        .unwrap();
+    let attribute = |key: &str| {
+        let found: Vec<_> = event["attributes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| a["key"] == key)
+            .collect();
+        assert_eq!(found.len(), 1, "{key} in {event}");
+        found[0]["value"].clone()
+    };
+    assert_eq!(
+        attribute("assertion.result"),
+        serde_json::json!({ "boolValue": false })
+    );
+    assert_eq!(
+        attribute("exception.message"),
+        serde_json::json!({ "stringValue": "expected 200, got 201" })
+    );
+    let refused_span = spans.iter().find(|s| s["name"] == "GET /orders/{id}").unwrap();
+    assert_eq!(refused_span["status"]["code"], 2, "{refused_span}");
+
+    let output = kit_cli(&["curl".as_ref(), path.as_os_str(), created_id.as_ref()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let command = stdout(&output);
+    assert!(
+        command.starts_with(&format!(
+            "# POST /orders (request {created_id}), as recorded\n\
+             # [REDACTED] values were secrets: put the real ones back before sending\n"
+        )),
+        "{command}"
+    );
+    // Hex of the wrong length is refused as an id, not looked for.
+    let output = kit_cli(&["curl".as_ref(), path.as_os_str(), "0123abcd".as_ref()]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("is not a request id"),
+        "{}",
+        stderr(&output)
+    );
+}
