@@ -644,7 +644,10 @@ fn har_and_curl_carry_what_each_request_recorded() {
             Attributes::new()
                 .with(semconv::HTTP_REQUEST_METHOD, "GET")
                 .with(semconv::HTTP_ROUTE, "/orders/{id}")
-                .with(semconv::URL_FULL, "http://127.0.0.1:9/api/orders/7"),
+                .with(
+                    semconv::URL_FULL,
+                    "http://127.0.0.1:9/api/orders/7?token=[REDACTED]",
+                ),
         ),
     );
     let refused_id = refused.id().to_string();
@@ -749,7 +752,23 @@ fn har_and_curl_carry_what_each_request_recorded() {
         attribute("exception.message"),
         serde_json::json!({ "stringValue": "expected 200, got 201" })
     );
+    // The response's figures are the span's attributes; other observations its events.
+    assert_eq!(
+        attribute_of(request, "http.response.status_code"),
+        [serde_json::json!({ "intValue": "201" })]
+    );
+    let events = |span: &serde_json::Value| -> Vec<String> {
+        span["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(events(request), ["http.contract.shape", "status 200 OK"]);
     let refused_span = spans.iter().find(|s| s["name"] == "GET /orders/{id}").unwrap();
+    assert!(attribute_of(refused_span, "http.response.status_code").is_empty());
+    assert_eq!(events(refused_span), ["http.failure", "http.contract.shape"]);
     assert_eq!(refused_span["status"]["code"], 2, "{refused_span}");
 
     let output = kit_cli(&["curl".as_ref(), path.as_os_str(), created_id.as_ref()]);
@@ -762,6 +781,14 @@ fn har_and_curl_carry_what_each_request_recorded() {
         )),
         "{command}"
     );
+    // A secret in the URL alone is flagged too.
+    let output = kit_cli(&["curl".as_ref(), path.as_os_str(), refused_id.as_ref()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let command = stdout(&output);
+    assert!(
+        command.contains("\n# [REDACTED] values were secrets: put the real ones back before sending\n"),
+        "{command}"
+    );
     // Hex of the wrong length is refused as an id, not looked for.
     let output = kit_cli(&["curl".as_ref(), path.as_os_str(), "0123abcd".as_ref()]);
     assert_eq!(output.status.code(), Some(2));
@@ -770,4 +797,15 @@ fn har_and_curl_carry_what_each_request_recorded() {
         "{}",
         stderr(&output)
     );
+}
+
+/// Every value of the attribute `key` of an OTLP span, in order.
+fn attribute_of(span: &serde_json::Value, key: &str) -> Vec<serde_json::Value> {
+    span["attributes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["key"] == key)
+        .map(|a| a["value"].clone())
+        .collect()
 }
