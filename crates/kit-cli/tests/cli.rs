@@ -30,8 +30,8 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-/// Writes an archive of `tests` (name, requests to `GET /items/{id}`, outcome) for `run_id`.
-fn archive(dir: &Path, run_id: &str, tests: &[(&str, u16, TestOutcome)]) -> PathBuf {
+/// A run whose events go to a new archive in `dir`, and that archive's path.
+fn recording(dir: &Path, run_id: &str) -> (KitRun, PathBuf) {
     let run_id = RunId::new(run_id).unwrap();
     let writer = ArchiveWriter::create(dir, RunManifest::new(run_id.clone(), "cargo-test")).unwrap();
     let path = writer.path().to_owned();
@@ -40,6 +40,12 @@ fn archive(dir: &Path, run_id: &str, tests: &[(&str, u16, TestOutcome)]) -> Path
         Bus::builder().collector(writer).start(),
         run_id,
     );
+    (run, path)
+}
+
+/// Writes an archive of `tests` (name, requests to `GET /items/{id}`, outcome) for `run_id`.
+fn archive(dir: &Path, run_id: &str, tests: &[(&str, u16, TestOutcome)]) -> PathBuf {
+    let (run, path) = recording(dir, run_id);
     for (name, status, outcome) in tests {
         let ctx = run.begin_test(TestStarted::new(*name));
         ctx.flush().unwrap();
@@ -427,14 +433,7 @@ fn fail_on_test_failure_passes_a_run_whose_tests_all_passed() {
 /// An archive of one `GET` response recorded by its URL alone, with no route template, as a
 /// client that knows no templates records it.
 fn archive_of_url(dir: &Path, url: &str) -> PathBuf {
-    let run_id = RunId::new("by-url").unwrap();
-    let writer = ArchiveWriter::create(dir, RunManifest::new(run_id.clone(), "cargo-test")).unwrap();
-    let path = writer.path().to_owned();
-    let run = KitRun::new(
-        KitBuilder::new(Configuration::new()).build().unwrap().host,
-        Bus::builder().collector(writer).start(),
-        run_id,
-    );
+    let (run, path) = recording(dir, "by-url");
     let ctx = run.begin_test(TestStarted::new("by_url"));
     let op = ctx.start_operation(
         None,
@@ -519,14 +518,7 @@ fn base_paths_from_flags_or_configuration_replace_the_documents() {
 #[test]
 fn a_request_that_got_no_response_is_reported_with_its_failure() {
     let dir = tempfile::tempdir().unwrap();
-    let run_id = RunId::new("refused").unwrap();
-    let writer = ArchiveWriter::create(dir.path(), RunManifest::new(run_id.clone(), "cargo-test")).unwrap();
-    let path = writer.path().to_owned();
-    let run = KitRun::new(
-        KitBuilder::new(Configuration::new()).build().unwrap().host,
-        Bus::builder().collector(writer).start(),
-        run_id,
-    );
+    let (run, path) = recording(dir.path(), "refused");
     let ctx = run.begin_test(TestStarted::new("suite::refused"));
     let op = ctx.start_operation(
         None,
@@ -588,14 +580,7 @@ fn a_request_that_got_no_response_is_reported_with_its_failure() {
 #[test]
 fn har_and_curl_carry_what_each_request_recorded() {
     let dir = tempfile::tempdir().unwrap();
-    let run_id = RunId::new("exchanges").unwrap();
-    let writer = ArchiveWriter::create(dir.path(), RunManifest::new(run_id.clone(), "cargo-test")).unwrap();
-    let path = writer.path().to_owned();
-    let run = KitRun::new(
-        KitBuilder::new(Configuration::new()).build().unwrap().host,
-        Bus::builder().collector(writer).start(),
-        run_id,
-    );
+    let (run, path) = recording(dir.path(), "exchanges");
     let ctx = run.begin_test(TestStarted::new("suite::two_requests"));
     let header = |name: &str| format!("{}{name}", semconv::HTTP_REQUEST_HEADER_PREFIX);
     let body = r#"{"sku":"A-1"}"#;
@@ -670,15 +655,18 @@ fn har_and_curl_carry_what_each_request_recorded() {
     ctx.finish(TestOutcome::Passed).unwrap();
     run.bus().shutdown().unwrap();
 
-    let har_path = dir.path().join("out.har");
-    let output = kit_cli(&[
-        "export".as_ref(),
-        path.as_os_str(),
-        "--har".as_ref(),
-        har_path.as_os_str(),
-    ]);
-    assert!(output.status.success(), "{}", stderr(&output));
-    let har: serde_json::Value = serde_json::from_slice(&std::fs::read(&har_path).unwrap()).unwrap();
+    let export = |flag: &str| -> serde_json::Value {
+        let out = dir.path().join(format!("out{flag}"));
+        let output = kit_cli(&[
+            "export".as_ref(),
+            path.as_os_str(),
+            flag.as_ref(),
+            out.as_os_str(),
+        ]);
+        assert!(output.status.success(), "{flag}: {}", stderr(&output));
+        serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap()
+    };
+    let har = export("--har");
     let entries = har["log"]["entries"].as_array().unwrap();
     assert_eq!(entries.len(), 2, "{har}");
     let (first, second) = (&entries[0], &entries[1]);
@@ -715,15 +703,7 @@ fn har_and_curl_carry_what_each_request_recorded() {
     assert!(page >= "2026" && page <= this_year, "{page}");
 
     // In OTLP the assertion is an event of the request's span, failed by its status.
-    let otlp_path = dir.path().join("out.otlp.json");
-    let output = kit_cli(&[
-        "export".as_ref(),
-        path.as_os_str(),
-        "--otlp".as_ref(),
-        otlp_path.as_os_str(),
-    ]);
-    assert!(output.status.success(), "{}", stderr(&output));
-    let otlp: serde_json::Value = serde_json::from_slice(&std::fs::read(&otlp_path).unwrap()).unwrap();
+    let otlp = export("--otlp");
     let spans = otlp["resourceSpans"][0]["scopeSpans"][0]["spans"]
         .as_array()
         .unwrap();
