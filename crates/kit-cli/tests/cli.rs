@@ -135,6 +135,9 @@ fn shards_of_one_run_merge_and_different_runs_stand_side_by_side() {
     let shard2 = archive(b.path(), "same", &[("t2", 201, TestOutcome::Passed)]);
     let other = archive(b.path(), "other", &[("t3", 200, TestOutcome::Passed)]);
     let text = stdout(&report(&[&shard1, &shard2, &other]));
+    // Runs are separated by a blank line, and the first starts the output.
+    assert!(text.starts_with("Run "), "{text}");
+    assert_eq!(text.matches("\n\nRun ").count(), 1, "{text}");
     assert!(
         text.contains("Run other (cargo-test, kit 0.1.0): 1 tests"),
         "{text}"
@@ -788,4 +791,25 @@ fn attribute_of(span: &serde_json::Value, key: &str) -> Vec<serde_json::Value> {
         .filter(|a| a["key"] == key)
         .map(|a| a["value"].clone())
         .collect()
+}
+
+#[test]
+fn a_reader_that_closes_the_pipe_early_is_not_an_error() {
+    // `kit-cli report … | head`: the reader goes away before the report is written.
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report-fixture.kittrace");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kit-cli"))
+        .args([
+            "report".as_ref(),
+            fixture.as_os_str(),
+            "--format".as_ref(),
+            "html".as_ref(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stderr(&output), "");
 }

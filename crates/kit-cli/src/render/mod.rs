@@ -77,6 +77,15 @@ mod tests {
     use crate::model::{RunReport, Summary, TestRow};
     use kit_core::report::{Report, ReportSection};
 
+    #[test]
+    fn durations_read_in_milliseconds_then_seconds() {
+        assert_eq!(duration(None), "-");
+        assert_eq!(duration(Some(12_345_678)), "12.3 ms");
+        assert_eq!(duration(Some(999_999_999)), "1000.0 ms");
+        assert_eq!(duration(Some(1_000_000_000)), "1.00 s");
+        assert_eq!(duration(Some(61_234_000_000)), "61.23 s");
+    }
+
     fn view(tests: Vec<TestRow>, rows: usize) -> View {
         let summary = Summary {
             tests: tests.len(),
