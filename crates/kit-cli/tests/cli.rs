@@ -135,9 +135,9 @@ fn shards_of_one_run_merge_and_different_runs_stand_side_by_side() {
     let shard2 = archive(b.path(), "same", &[("t2", 201, TestOutcome::Passed)]);
     let other = archive(b.path(), "other", &[("t3", 200, TestOutcome::Passed)]);
     let text = stdout(&report(&[&shard1, &shard2, &other]));
-    // Runs are separated by a blank line, and the first starts the output.
+    // The first run starts the output; the next follows its blank line after one more.
     assert!(text.starts_with("Run "), "{text}");
-    assert_eq!(text.matches("\n\nRun ").count(), 1, "{text}");
+    assert_eq!(text.matches("╯\n\n\nRun ").count(), 1, "{text}");
     assert!(
         text.contains("Run other (cargo-test, kit 0.1.0): 1 tests"),
         "{text}"
@@ -812,4 +812,90 @@ fn a_reader_that_closes_the_pipe_early_is_not_an_error() {
     let output = child.wait_with_output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(stderr(&output), "");
+}
+
+/// `kit-cli args…` on a terminal `cols` wide: util-linux's `script` gives it a pseudo-terminal
+/// for stdout and stderr. What the terminal received, escapes and all.
+fn on_a_terminal(args: &[&Path], cols: u16, env: &[(&str, &str)]) -> String {
+    let quoted: Vec<String> = std::iter::once(Path::new(env!("CARGO_BIN_EXE_kit-cli")))
+        .chain(args.iter().copied())
+        .map(|a| format!("'{}'", a.display()))
+        .collect();
+    let mut command = Command::new("script");
+    command
+        .args([
+            "-qec",
+            &format!("stty cols {cols} rows 40; exec {}", quoted.join(" ")),
+            "/dev/null",
+        ])
+        .env_remove("NO_COLOR");
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let output = command
+        .output()
+        .expect("util-linux `script` (Debian's bsdutils, an essential package) runs kit-cli on a terminal");
+    assert!(output.status.success(), "{}", stderr(&output));
+    stdout(&output)
+}
+
+/// Text without ANSI escapes or carriage returns.
+fn plain(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\x1b' => {
+                // CSI: `ESC [` parameters, then a final letter.
+                for c in chars.by_ref() {
+                    if c.is_ascii_alphabetic() {
+                        break;
+                    }
+                }
+            }
+            '\r' => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[test]
+fn on_a_terminal_outcomes_are_coloured_tables_fit_and_a_bar_shows_the_archive() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let fixture = root.join("tests/fixtures/report-fixture.kittrace");
+    let openapi = root.join("../../examples/orders/openapi.yaml");
+    let args = [Path::new("report"), &fixture, Path::new("--openapi"), &openapi];
+    let seen = on_a_terminal(&args, 60, &[]);
+    for coloured in [
+        "\x1b[32mPassed\x1b[0m",
+        "\x1b[31mFailed\x1b[0m",
+        "\x1b[33mSkipped\x1b[0m",
+        "\x1b[35mInterrupted\x1b[0m",
+    ] {
+        assert!(seen.contains(coloured), "{coloured:?} in {seen:?}");
+    }
+    // The progress bar on stderr names the archive and counts its tests.
+    assert!(seen.contains("report-fixture.kittrace ["), "{seen:?}");
+    assert!(seen.contains("/15 tests"), "{seen:?}");
+    // Tables wrap to the terminal's width; piped, the same tables are wider.
+    let table_lines = |text: &str| -> Vec<usize> {
+        plain(text)
+            .lines()
+            .filter(|l| l.starts_with(['│', '╭', '├', '╰']))
+            .map(|l| l.chars().count())
+            .collect()
+    };
+    let widths = table_lines(&seen);
+    assert!(
+        !widths.is_empty() && widths.iter().all(|&w| w <= 60),
+        "{widths:?}"
+    );
+    let piped_args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+    let piped = stdout(&kit_cli(&piped_args));
+    assert!(!piped.contains('\x1b'), "no colour into a pipe");
+    assert!(table_lines(&piped).iter().any(|&w| w > 60), "{piped}");
+    // NO_COLOR turns colours off on a terminal too.
+    let no_colour = on_a_terminal(&args, 60, &[("NO_COLOR", "1")]);
+    assert!(!no_colour.contains("\x1b[32mPassed"), "{no_colour:?}");
 }
