@@ -368,12 +368,42 @@ mod tests {
             Event::from_json_in_scope(&scoped, run, test).unwrap(),
             Event::from_json_in_scope(&serde, run, test).unwrap()
         );
+        // Read by hand as serde reads it, and by hand whenever serde is not needed.
+        let by_hand = crate::event::line_reader::read_in_scope(&scoped, run, test);
+        let by_serde = Event::from_json_in_scope_by_serde(&scoped, run, test).unwrap();
+        if let Some(read) = &by_hand {
+            assert_eq!(read, &by_serde);
+        }
+        assert_eq!(by_hand.is_some(), read_by_hand(event), "{scoped}");
         // Anywhere else, a scoped line reads as its scope's; a full line keeps its own ids.
         let elsewhere = RunId::new("elsewhere").unwrap();
         let read = Event::from_json_in_scope(&scoped, &elsewhere, TestId::generate()).unwrap();
         assert_eq!(read.run_id, elsewhere);
         let read = Event::from_json_in_scope(&serde, &elsewhere, TestId::generate()).unwrap();
         assert_eq!((&read.run_id, read.test_id), (run, test));
+    }
+
+    /// Whether the hand reader reads `event`'s line: the kinds written for every request, whose
+    /// attribute values are strings, lists, booleans and integers from 0 up.
+    fn read_by_hand(event: &Event) -> bool {
+        let plain = |attributes: &Attributes| {
+            attributes.iter().all(|(_, value)| match value {
+                AttributeValue::Float(_) => false,
+                AttributeValue::Int(n) => *n >= 0,
+                _ => true,
+            })
+        };
+        match &event.kind {
+            EventKind::OperationStarted(op) => plain(&op.attributes),
+            EventKind::OperationEnded(op) => plain(&op.attributes),
+            EventKind::Observation(observation) => plain(&observation.attributes),
+            EventKind::Attachment(attachment) => match &attachment.content {
+                AttachmentContent::Inline(bytes) => std::str::from_utf8(bytes).is_ok(),
+                AttachmentContent::Blob { .. } => true,
+                _ => false,
+            },
+            _ => false,
+        }
     }
 
     fn text() -> impl Strategy<Value = String> {
@@ -410,7 +440,13 @@ mod tests {
     }
 
     fn attributes() -> impl Strategy<Value = Attributes> {
-        proptest::collection::vec(("[a-z.]{1,12}", value()), 0..4).prop_map(|pairs| {
+        // Names of the vocabulary (read back as its statics) and others.
+        let key = prop_oneof![
+            "[a-z.]{1,12}",
+            Just("http.route".to_owned()),
+            Just("url.full".to_owned())
+        ];
+        proptest::collection::vec((key, value()), 0..4).prop_map(|pairs| {
             pairs
                 .into_iter()
                 .fold(Attributes::new(), |attrs, (k, v)| attrs.with(k, v))
@@ -540,6 +576,51 @@ mod tests {
             ];
             for kind in kinds {
                 same_as_serde(&event(kind, parent));
+            }
+        }
+    }
+
+    /// Pieces of JSON that break a line, or change it into another line that still reads.
+    const PIECES: &[&str] = &[
+        "\"", "\\", ",", ":", "{", "}", "[", "]", " ", "0", "9", "-", ".", "e", "\\u", "d800", "dc00",
+        "null", "true", "\n", "\u{1}", "é", "\"k\":1,",
+    ];
+
+    proptest! {
+        /// Whatever a line is broken into, the hand reader reads it as serde does or leaves it
+        /// to serde: it never reads a line serde refuses, nor reads one otherwise.
+        #[test]
+        fn a_broken_line_reads_by_hand_only_as_serde_reads_it(
+            name in text(),
+            attrs in attributes(),
+            ended in any::<bool>(),
+            edits in proptest::collection::vec((any::<u16>(), 0..3u8, 0..PIECES.len(), 1..4usize), 1..4),
+        ) {
+            let kind = if ended {
+                EventKind::OperationEnded(
+                    OperationEnded::new(EventId::generate(), OperationStatus::Error { message: name }, Duration::from_nanos(9))
+                        .with_attributes(attrs),
+                )
+            } else {
+                EventKind::OperationStarted(OperationStarted::new("http.request", name).with_attributes(attrs))
+            };
+            let event = event(kind, Some(5));
+            let mut line = Vec::new();
+            event.write_json_in_scope(&mut line);
+            for (at, edit, piece, len) in edits {
+                let at = usize::from(at) % (line.len() + 1);
+                let piece = PIECES[piece].as_bytes();
+                match edit {
+                    0 => { line.drain(at..(at + len).min(line.len())); }
+                    1 => { line.splice(at..at, piece.iter().copied()); }
+                    _ => { line.splice(at..(at + 1).min(line.len()), piece.iter().copied()); }
+                }
+            }
+            // Only text reaches the reader: the archive checks UTF-8 first.
+            let Ok(line) = String::from_utf8(line) else { return Ok(()) };
+            let (run, test) = (&event.run_id, event.test_id);
+            if let Some(read) = crate::event::line_reader::read_in_scope(&line, run, test) {
+                prop_assert_eq!(Some(read), Event::from_json_in_scope_by_serde(&line, run, test).ok(), "{}", line);
             }
         }
     }
