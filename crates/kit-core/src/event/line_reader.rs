@@ -306,7 +306,7 @@ impl<'a> Reader<'a> {
                 let code = 0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00);
                 Some((char::from_u32(code)?, 12))
             }
-            0xDC00..=0xDFFF => None,
+            // A trailing surrogate alone is no char: `from_u32` refuses it.
             _ => Some((char::from_u32(first)?, 6)),
         }
     }
