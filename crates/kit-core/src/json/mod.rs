@@ -1,5 +1,5 @@
-//! JSON tools shared by protocols: the shape matcher and its matchers, the path subset, and
-//! case-insensitive binding.
+//! JSON tools shared by protocols: the shape matcher and its matchers, the path subset,
+//! case-insensitive binding, and the scan that finds where a string ends.
 
 mod bind;
 mod doc;
@@ -18,6 +18,7 @@ pub use path::{JsonPath, JsonPathError, PathSegment, fold_indices, fold_indices_
 pub use shape::{
     JsonShapeMismatchError, PreparedShape, ShapeMismatch, ShapeOptions, ShapeReport, match_shape,
 };
+pub use swar::next_special;
 
 #[cfg(test)]
 mod tests;

@@ -14,8 +14,18 @@ pub(crate) fn escape_mask(word: u64) -> u64 {
 }
 
 /// The offset of the first byte of `bytes` from `from` on that is below 0x20, a quote or a
-/// backslash, or `bytes.len()` if there is none.
-pub(crate) fn next_special(bytes: &[u8], mut from: usize) -> usize {
+/// backslash, or `bytes.len()` if there is none: where a JSON string whose text starts at
+/// `from` ends or has an escape. Eight bytes at a time.
+///
+/// ```
+/// use kit_core::json::next_special;
+///
+/// let json = br#""octocat","id":1"#;
+/// assert_eq!(next_special(json, 1), 8);
+/// assert_eq!(next_special(br#"a"b"#, 0), 1);
+/// assert_eq!(next_special(b"plain", 0), 5);
+/// ```
+pub fn next_special(bytes: &[u8], mut from: usize) -> usize {
     while let Some(chunk) = bytes.get(from..from + 8) {
         let mut word = [0u8; 8];
         word.copy_from_slice(chunk);
