@@ -17,7 +17,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::json::swar::next_special;
+use crate::json::read_string;
 
 use super::{
     Attachment, AttachmentContent, AttributeValue, Attributes, Event, EventId, EventKind, Observation,
@@ -243,79 +243,9 @@ impl<'a> Reader<'a> {
         if self.bytes.get(self.at) != Some(&b'"') {
             return None;
         }
-        let start = self.at + 1;
-        let end = next_special(self.bytes, start);
-        match self.bytes.get(end)? {
-            b'"' => {
-                self.at = end + 1;
-                Some(Cow::Borrowed(&self.text[start..end]))
-            }
-            b'\\' => self.unescape(start, end).map(Cow::Owned),
-            // A control character: not JSON.
-            _ => None,
-        }
-    }
-
-    /// The rest of a string whose first escape is at `at`.
-    fn unescape(&mut self, start: usize, mut at: usize) -> Option<String> {
-        let mut out = String::with_capacity(at - start + 16);
-        out.push_str(&self.text[start..at]);
-        loop {
-            match self.bytes.get(at)? {
-                b'"' => {
-                    self.at = at + 1;
-                    return Some(out);
-                }
-                b'\\' => {
-                    let (c, len) = match self.bytes.get(at + 1)? {
-                        b'"' => ('"', 2),
-                        b'\\' => ('\\', 2),
-                        b'/' => ('/', 2),
-                        b'b' => ('\u{8}', 2),
-                        b'f' => ('\u{c}', 2),
-                        b'n' => ('\n', 2),
-                        b'r' => ('\r', 2),
-                        b't' => ('\t', 2),
-                        b'u' => self.unicode(at + 2)?,
-                        _ => return None,
-                    };
-                    out.push(c);
-                    at += len;
-                }
-                _ => return None,
-            }
-            let next = next_special(self.bytes, at);
-            out.push_str(&self.text[at..next]);
-            at = next;
-        }
-    }
-
-    /// The character of `\uXXXX` whose hex digits begin at `at`, with the length of its escape
-    /// (12 for a surrogate pair). A lone surrogate is serde's to refuse.
-    fn unicode(&self, at: usize) -> Option<(char, usize)> {
-        let first = self.hex4(at)?;
-        match first {
-            0xD800..=0xDBFF => {
-                if self.bytes.get(at + 4..at + 6)? != b"\\u" {
-                    return None;
-                }
-                let second = self.hex4(at + 6)?;
-                if !(0xDC00..=0xDFFF).contains(&second) {
-                    return None;
-                }
-                let code = 0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00);
-                Some((char::from_u32(code)?, 12))
-            }
-            // A trailing surrogate alone is no char: `from_u32` refuses it.
-            _ => Some((char::from_u32(first)?, 6)),
-        }
-    }
-
-    fn hex4(&self, at: usize) -> Option<u32> {
-        let digits = self.bytes.get(at..at + 4)?;
-        digits
-            .iter()
-            .try_fold(0u32, |value, &b| Some(value << 4 | char::from(b).to_digit(16)?))
+        let (text, end) = read_string(self.text, self.at + 1)?;
+        self.at = end;
+        Some(text)
     }
 }
 

@@ -7,6 +7,7 @@ mod matchers;
 pub(crate) mod number;
 mod path;
 mod shape;
+mod string;
 
 pub(crate) mod swar;
 
@@ -18,6 +19,7 @@ pub use path::{JsonPath, JsonPathError, PathSegment, fold_indices, fold_indices_
 pub use shape::{
     JsonShapeMismatchError, PreparedShape, ShapeMismatch, ShapeOptions, ShapeReport, match_shape,
 };
+pub use string::read_string;
 pub use swar::next_special;
 
 #[cfg(test)]
