@@ -27,11 +27,7 @@ use super::{
 /// Reads a line without `run_id` and `test_id` as [`Event::write_json_in_scope`] writes it, or
 /// `None` where the line is in any other form, for serde to read.
 pub(super) fn read_in_scope(line: &str, run_id: &RunId, test_id: TestId) -> Option<Event> {
-    let mut reader = Reader {
-        text: line,
-        bytes: line.as_bytes(),
-        at: 0,
-    };
+    let mut reader = Reader { text: line, at: 0 };
     reader.expect(b"{\"id\":")?;
     let id = reader.event_id()?;
     reader.expect(b",\"parent_id\":")?;
@@ -48,7 +44,7 @@ pub(super) fn read_in_scope(line: &str, run_id: &RunId, test_id: TestId) -> Opti
     let kind = reader.kind()?;
     reader.expect(b"}")?;
     // Anything after the event, even the whitespace serde allows: serde's to judge.
-    (reader.at == reader.bytes.len()).then(|| Event {
+    (reader.at == line.len()).then(|| Event {
         run_id: run_id.clone(),
         test_id,
         id,
@@ -59,18 +55,21 @@ pub(super) fn read_in_scope(line: &str, run_id: &RunId, test_id: TestId) -> Opti
     })
 }
 
-/// A position in a line. `text` and `bytes` are the same line: it is cut only at ASCII bytes,
-/// so every cut falls on a character boundary.
+/// A position in a line, which is cut only at ASCII bytes, so every cut falls on a character
+/// boundary.
 struct Reader<'a> {
     text: &'a str,
-    bytes: &'a [u8],
     at: usize,
 }
 
 impl<'a> Reader<'a> {
+    fn bytes(&self) -> &'a [u8] {
+        self.text.as_bytes()
+    }
+
     /// Steps over `literal` if the line goes on with it.
     fn eat(&mut self, literal: &[u8]) -> bool {
-        let found = self.bytes[self.at..].starts_with(literal);
+        let found = self.bytes()[self.at..].starts_with(literal);
         if found {
             self.at += literal.len();
         }
@@ -183,7 +182,7 @@ impl<'a> Reader<'a> {
     /// negative numbers (which serde_json reads by rules of its own: `-0` is a float) are
     /// serde's.
     fn value(&mut self) -> Option<AttributeValue> {
-        match *self.bytes.get(self.at)? {
+        match *self.bytes().get(self.at)? {
             b'"' => Some(AttributeValue::Str(self.string()?.into_owned())),
             b'[' => {
                 self.at += 1;
@@ -209,7 +208,7 @@ impl<'a> Reader<'a> {
     /// A non-negative integer without leading zeros that fits a `u64`, not followed by a
     /// fraction or an exponent.
     fn u64(&mut self) -> Option<u64> {
-        let rest = &self.bytes[self.at..];
+        let rest = &self.bytes()[self.at..];
         let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
         if digits == 0 || (digits > 1 && rest[0] == b'0') {
             return None;
@@ -240,7 +239,7 @@ impl<'a> Reader<'a> {
 
     /// A JSON string: borrowed from the line when it holds no escape.
     fn string(&mut self) -> Option<Cow<'a, str>> {
-        if self.bytes.get(self.at) != Some(&b'"') {
+        if self.bytes().get(self.at) != Some(&b'"') {
             return None;
         }
         let (text, end) = read_string(self.text, self.at + 1)?;
