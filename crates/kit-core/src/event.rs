@@ -301,24 +301,52 @@ pub struct InvalidEventId(pub String);
 impl FromStr for EventId {
     type Err = InvalidEventId;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        // By hand: `from_str_radix` was a tenth of reading an event's envelope, and it also
-        // takes a leading `+`, which no id is written with.
-        if s.is_empty() || s.len() > 16 {
-            return Err(InvalidEventId(s.to_owned()));
-        }
-        let mut value = 0u64;
-        for b in s.bytes() {
-            let digit = match b {
-                b'0'..=b'9' => b - b'0',
-                b'a'..=b'f' => b - b'a' + 10,
-                b'A'..=b'F' => b - b'A' + 10,
-                _ => return Err(InvalidEventId(s.to_owned())),
-            };
-            value = value << 4 | u64::from(digit);
-        }
-        EventId::from_u64(value).ok_or_else(|| InvalidEventId(s.to_owned()))
+        EventId::from_hex(s.as_bytes()).ok_or_else(|| InvalidEventId(s.to_owned()))
     }
 }
+
+impl EventId {
+    /// The id written as `hex`: 1 to 16 hex digits, not all zero.
+    ///
+    /// By hand and without branches on the digits: readers parse two ids a line, and
+    /// `from_str_radix` was a tenth of reading an event's envelope (it also takes a leading
+    /// `+`, which no id is written with); a digit at a time, matched by range, still cost 170
+    /// instructions an id.
+    pub(crate) fn from_hex(hex: &[u8]) -> Option<EventId> {
+        if hex.is_empty() || hex.len() > 16 {
+            return None;
+        }
+        let mut value = 0u64;
+        // Every valid digit's value fits the low nibble; any other byte's is 0xff.
+        let mut invalid = 0u8;
+        for &b in hex {
+            let digit = HEX_VALUES[usize::from(b)];
+            invalid |= digit;
+            value = value << 4 | u64::from(digit & 0xf);
+        }
+        if invalid & 0xf0 != 0 {
+            return None;
+        }
+        EventId::from_u64(value)
+    }
+}
+
+/// Each byte's value as a hex digit (either case), or 0xff.
+const HEX_VALUES: [u8; 256] = {
+    let mut table = [0xff; 256];
+    let mut i = 0;
+    while i < 10 {
+        table[b'0' as usize + i] = i as u8;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 6 {
+        table[b'a' as usize + i] = 10 + i as u8;
+        table[b'A' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    table
+};
 
 impl Serialize for EventId {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -487,6 +515,36 @@ impl Event {
         }
     }
 
+    /// The events of `text`, one a line, each read as [`Event::from_json_in_scope`] reads a
+    /// line; empty lines are skipped. A segment of the archive is such a text.
+    ///
+    /// Reading the whole text, rather than line by line, spares a pass over it: the kit's own
+    /// lines are read where they lie, and only a line in another form is looked for its end.
+    ///
+    /// ```
+    /// use kit_core::event::{Event, RunId, TestId};
+    ///
+    /// let run = RunId::new("run").unwrap();
+    /// let test = TestId::generate();
+    /// let text = concat!(
+    ///     r#"{"id":"00000000000000ff","sequence":0,"timestamp":1,"kind":{"test_started":{"name":"t"}}}"#,
+    ///     "\n\n",
+    ///     "not an event\n",
+    /// );
+    /// let read: Vec<_> = Event::lines_in_scope(text, &run, test).collect();
+    /// assert_eq!(read.len(), 2);
+    /// assert_eq!(read[0].as_ref().unwrap().sequence, 0);
+    /// assert!(read[1].is_err());
+    /// ```
+    pub fn lines_in_scope<'a>(text: &'a str, run_id: &'a RunId, test_id: TestId) -> EventLines<'a> {
+        EventLines {
+            text,
+            at: 0,
+            run_id,
+            test_id,
+        }
+    }
+
     /// [`Event::from_json_in_scope`] through serde alone: every form the format allows.
     fn from_json_in_scope_by_serde(
         line: &str,
@@ -505,6 +563,50 @@ impl Event {
         })
     }
 }
+
+/// The events of a text of lines; see [`Event::lines_in_scope`].
+#[derive(Debug, Clone)]
+pub struct EventLines<'a> {
+    text: &'a str,
+    /// Where the next line begins (or an empty line before it).
+    at: usize,
+    run_id: &'a RunId,
+    test_id: TestId,
+}
+
+impl Iterator for EventLines<'_> {
+    type Item = Result<Event, serde_json::Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let bytes = self.text.as_bytes();
+        while bytes.get(self.at) == Some(&b'\n') {
+            self.at += 1;
+        }
+        if self.at >= bytes.len() {
+            return None;
+        }
+        let start = self.at;
+        // Read by hand, it is the whole line only where a line end (or the text's end) follows.
+        if let Some((event, end)) = line_reader::read_at(self.text, start, self.run_id, self.test_id)
+            && matches!(bytes.get(end), None | Some(b'\n'))
+        {
+            self.at = end;
+            return Some(Ok(event));
+        }
+        let end = bytes[start..]
+            .iter()
+            .position(|b| *b == b'\n')
+            .map_or(bytes.len(), |n| start + n);
+        self.at = end;
+        Some(Event::from_json_in_scope_by_serde(
+            &self.text[start..end],
+            self.run_id,
+            self.test_id,
+        ))
+    }
+}
+
+impl std::iter::FusedIterator for EventLines<'_> {}
 
 /// An [`Event`] as a line in a scope writes it: the run and test ids may be left to the scope.
 #[derive(Deserialize)]
@@ -1533,6 +1635,28 @@ mod tests {
             for text in [format!("{value:x}"), format!("{value:016x}"), format!("{value:X}")] {
                 proptest::prop_assert_eq!(text.parse::<EventId>().unwrap().as_u64(), value);
             }
+        }
+
+        /// Any text, dense in the bytes next to the digits' ranges, parses as `from_str_radix`
+        /// reads it, less the sign it takes, past sixteen digits, and zero.
+        #[test]
+        fn event_ids_parse_as_from_str_radix_reads_them(
+            chars in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::char::range('0', '9'),
+                    proptest::char::range('a', 'f'),
+                    proptest::char::range('A', 'F'),
+                    proptest::sample::select(vec!['/', ':', '@', 'G', '`', 'g', '+', '-', ' ', 'é', '\u{0}', '\u{b0}']),
+                ],
+                0..19,
+            )
+        ) {
+            let text: String = chars.into_iter().collect();
+            let expected = (!text.is_empty() && text.len() <= 16 && !text.starts_with('+'))
+                .then(|| u64::from_str_radix(&text, 16).ok())
+                .flatten()
+                .filter(|value| *value != 0);
+            proptest::prop_assert_eq!(text.parse::<EventId>().ok().map(EventId::as_u64), expected, "{:?}", text);
         }
     }
 

@@ -55,9 +55,9 @@ pub use collector::{Collector, CollectorError, RecordingCollector, SharedCollect
 pub use config::{ConfigError, Configuration, Section};
 pub use context::{KitExecutionContext, KitRun, Operation};
 pub use event::{
-    Attachment, AttachmentContent, AttributeValue, Attributes, Event, EventId, EventKind, InvalidRunId,
-    Observation, OperationEnded, OperationStarted, OperationStatus, RunId, TestFinished, TestId, TestOutcome,
-    TestStarted, Timestamp,
+    Attachment, AttachmentContent, AttributeValue, Attributes, Event, EventId, EventKind, EventLines,
+    InvalidRunId, Observation, OperationEnded, OperationStarted, OperationStatus, RunId, TestFinished,
+    TestId, TestOutcome, TestStarted, Timestamp,
 };
 pub use host::{
     Application, ApplicationBuilder, BuildError, BuiltHost, Capability, CollectorFactory, Extensions, Host,

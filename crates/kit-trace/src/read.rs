@@ -727,17 +727,17 @@ fn parse_segment(
         let line = bytes[..e.valid_up_to()].iter().filter(|b| **b == b'\n').count() + 1;
         bad(line, "not UTF-8".into())
     })?;
-    let mut lines = text.split('\n').filter(|l| !l.is_empty()).enumerate();
-    let Some((_, header)) = lines.next() else {
+    // Lines are numbered as the non-empty ones they are: the header is the first.
+    let text = text.trim_start_matches('\n');
+    let (header, rest) = text.split_once('\n').unwrap_or((text, ""));
+    if header.is_empty() {
         return Err(bad(1, "the segment is empty".into()));
-    };
+    }
     let header: SegmentHeader =
         serde_json::from_str(header).map_err(|e| bad(1, format!("bad segment header: {e}")))?;
     let mut count = 0u64;
-    for (i, line) in lines {
-        let event =
-            Event::from_json_in_scope(line, scope.0, scope.1).map_err(|e| bad(i + 1, e.to_string()))?;
-        events.push(event);
+    for (i, event) in Event::lines_in_scope(rest, scope.0, scope.1).enumerate() {
+        events.push(event.map_err(|e| bad(i + 2, e.to_string()))?);
         count += 1;
     }
     if count != header.events {

@@ -625,6 +625,54 @@ mod tests {
         }
     }
 
+    proptest! {
+        /// A text of lines, some broken at random (a line end put in a string, a line joined to
+        /// the next, blank lines), reads as its lines read one by one through serde: the same
+        /// events and the same failures, in order.
+        #[test]
+        fn a_text_of_lines_reads_as_its_lines_one_by_one(
+            names in proptest::collection::vec(text(), 1..5),
+            attrs in attributes(),
+            edits in proptest::collection::vec((any::<u16>(), 0..3u8, 0..PIECES.len(), 1..4usize), 0..4),
+        ) {
+            let mut written = Vec::new();
+            let scope = event(EventKind::Unknown { kind: "x".into() }, None);
+            for (i, name) in names.into_iter().enumerate() {
+                let kind = match i % 3 {
+                    0 => EventKind::Observation(Observation::new("http.response", attrs.clone())),
+                    1 => EventKind::OperationStarted(
+                        OperationStarted::new("http.request", name).with_attributes(attrs.clone()),
+                    ),
+                    _ => EventKind::TestStarted(TestStarted::new(name)),
+                };
+                let mut line = event(kind, Some(5));
+                (line.run_id, line.test_id) = (scope.run_id.clone(), scope.test_id);
+                line.write_json_in_scope(&mut written);
+                written.extend_from_slice(if i % 2 == 0 { b"\n" } else { b"\n\n" });
+            }
+            for (at, edit, piece, len) in edits {
+                let at = usize::from(at) % (written.len() + 1);
+                let piece = PIECES[piece].as_bytes();
+                match edit {
+                    0 => { written.drain(at..(at + len).min(written.len())); }
+                    1 => { written.splice(at..at, piece.iter().copied()); }
+                    _ => { written.splice(at..(at + 1).min(written.len()), piece.iter().copied()); }
+                }
+            }
+            let Ok(text) = String::from_utf8(written) else { return Ok(()) };
+            let (run, test) = (&scope.run_id, scope.test_id);
+            let read: Vec<Result<Event, String>> = Event::lines_in_scope(&text, run, test)
+                .map(|r| r.map_err(|e| e.to_string()))
+                .collect();
+            let one_by_one: Vec<Result<Event, String>> = text
+                .split('\n')
+                .filter(|line| !line.is_empty())
+                .map(|line| Event::from_json_in_scope_by_serde(line, run, test).map_err(|e| e.to_string()))
+                .collect();
+            prop_assert_eq!(read, one_by_one, "{}", text);
+        }
+    }
+
     #[test]
     fn every_control_character_and_long_runs_are_escaped_as_serde_escapes_them() {
         let all: String = (0u8..0x80).map(char::from).collect();
