@@ -207,17 +207,26 @@ pub struct ArchiveReader {
 /// crate, every entry made a buffered reader, a decompressor and its window: about a tenth of
 /// the allocator's work in a report's reader threads, which parse every test.
 struct Inflater {
+    /// Whole entries, in one call into a buffer of their declared size.
+    whole: libdeflater::Decompressor,
+    /// Entries the whole-entry inflater does not finish as declared, streamed again: their
+    /// errors are worded from what they really hold.
     decompress: flate2::Decompress,
     /// The entry's bytes as stored.
     compressed: Vec<u8>,
+    /// The last segment's bytes, given back once parsed: the next entry is inflated over them
+    /// and only the room it adds is zeroed.
+    inflated: Vec<u8>,
 }
 
 impl Default for Inflater {
     fn default() -> Self {
         Inflater {
+            whole: libdeflater::Decompressor::new(),
             // Zip entries are raw deflate streams, without zlib's header.
             decompress: flate2::Decompress::new(false),
             compressed: Vec::new(),
+            inflated: Vec::new(),
         }
     }
 }
@@ -229,9 +238,13 @@ impl Clone for Inflater {
     }
 }
 
-/// The most stored bytes an [`Inflater`] keeps room for between entries (segments are far
-/// smaller; blobs can be larger).
+/// The most bytes an [`Inflater`] keeps room for between entries, stored or inflated
+/// (segments are far smaller; blobs can be larger).
 const KEPT_COMPRESSED: usize = 1024 * 1024;
+
+/// The most a deflate stream can grow its bytes by (258 bytes from two bits, with the block
+/// headers): an entry declaring more than this of what it stores lies, and is streamed.
+const MAX_DEFLATE_RATIO: u64 = 1032;
 
 /// Why an entry could not be inflated.
 enum InflateError {
@@ -242,9 +255,39 @@ enum InflateError {
 }
 
 impl Inflater {
-    /// Inflates `self.compressed`, which declares `size` bytes, into at most `limit` bytes. The
-    /// output grows as it fills (never past `limit + 1`), so a size that lies costs nothing.
+    /// Takes back a segment's bytes once they are parsed, unless they are large.
+    fn give_back(&mut self, inflated: Vec<u8>) {
+        if inflated.capacity() <= KEPT_COMPRESSED {
+            self.inflated = inflated;
+        }
+    }
+
+    /// Inflates `self.compressed`, which declares `size` bytes, into at most `limit` bytes.
+    ///
+    /// In one call when the entry holds what it declares. zlib-rs streams, and copies the
+    /// last 32 KiB of every entry into its window even when the entry ends in the call: with
+    /// that copy, inflating was a third of a report's reader threads. An entry that holds
+    /// more or less than it declares, or is broken, is streamed again: a size that lies then
+    /// costs no more than a buffer of that size (which deflate's ratio bounds), and the error
+    /// is the streaming one.
     fn inflate(&mut self, size: u64, limit: u64) -> Result<Vec<u8>, InflateError> {
+        let plausible = size <= (self.compressed.len() as u64).saturating_mul(MAX_DEFLATE_RATIO);
+        if size <= limit
+            && plausible
+            && let Ok(len) = usize::try_from(size)
+        {
+            let mut out = std::mem::take(&mut self.inflated);
+            out.resize(len, 0);
+            if self.whole.deflate_decompress(&self.compressed, &mut out) == Ok(len) {
+                return Ok(out);
+            }
+        }
+        self.inflate_streaming(size, limit)
+    }
+
+    /// [`Inflater::inflate`] by streaming. The output grows as it fills (never past
+    /// `limit + 1`), so a size that lies costs nothing.
+    fn inflate_streaming(&mut self, size: u64, limit: u64) -> Result<Vec<u8>, InflateError> {
         self.decompress.reset(false);
         let cap = limit.saturating_add(1);
         let mut out: Vec<u8> = Vec::with_capacity(size.min(cap) as usize + 1);
@@ -577,6 +620,7 @@ impl ArchiveReader {
             let bytes = self.read_entry(index, self.limits.max_segment_bytes)?;
             let entry = format::segment_path(run, test, segment);
             parse_segment(&self.path, &entry, (run, test), &bytes, &mut events)?;
+            self.inflater.give_back(bytes);
         }
         events.sort_by_key(|e| e.sequence);
         let bad = |reason: &str| TraceError::BadEntry {
@@ -824,5 +868,62 @@ mod tests {
         let (_, manifest_read) = reader.entry(1).unwrap();
         assert_eq!(manifest_read, manifest);
         assert!(reader.inflater.compressed.capacity() <= KEPT_COMPRESSED);
+    }
+
+    /// What an inflater makes of `compressed` declaring `size`, as a comparable result.
+    fn inflated(
+        inflater: &mut Inflater,
+        compressed: &[u8],
+        size: u64,
+        limit: u64,
+        whole: bool,
+    ) -> Result<Vec<u8>, String> {
+        inflater.compressed = compressed.to_vec();
+        let result = if whole {
+            inflater.inflate(size, limit)
+        } else {
+            inflater.inflate_streaming(size, limit)
+        };
+        result.map_err(|e| match e {
+            InflateError::TooLarge => "too large".to_owned(),
+            InflateError::Bad(reason) => reason,
+        })
+    }
+
+    proptest::proptest! {
+        /// Whole or streamed, an entry inflates alike: the bytes it holds, or the same error,
+        /// whether it declares its size, a size too small or too large, or is cut or changed;
+        /// and an inflater that read one entry reads the next alike (the kept buffer).
+        #[test]
+        fn an_entry_inflates_whole_as_it_streams(
+            text in proptest::collection::vec(proptest::prop_oneof![proptest::num::u8::ANY, proptest::strategy::Just(b'a')], 0..3000),
+            level in 0u32..10,
+            size_change in -3i64..4,
+            cut in proptest::option::of(0usize..200),
+            flip in proptest::option::of((0usize..200, 1u8..=255)),
+            limit in proptest::prop_oneof![proptest::strategy::Just(u64::MAX), 0u64..4000],
+        ) {
+            let mut encoder = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::new(level));
+            encoder.write_all(&text).unwrap();
+            let mut compressed = encoder.finish().unwrap();
+            if let Some(cut) = cut {
+                compressed.truncate(cut.min(compressed.len()));
+            }
+            if let Some((at, bits)) = flip
+                && let Some(byte) = compressed.get_mut(at)
+            {
+                *byte ^= bits;
+            }
+            let size = (text.len() as i64 + size_change).max(0) as u64;
+            let mut whole = Inflater::default();
+            let mut streaming = Inflater::default();
+            for _ in 0..2 {
+                let read = inflated(&mut whole, &compressed, size, limit, true);
+                proptest::prop_assert_eq!(&read, &inflated(&mut streaming, &compressed, size, limit, false));
+                if let Ok(bytes) = read {
+                    whole.give_back(bytes);
+                }
+            }
+        }
     }
 }

@@ -1115,6 +1115,22 @@ fn damaged_entry_data_is_refused_with_the_entry_and_the_reason() {
     assert!(err.contains("0000.jsonl") && err.contains("is damaged"), "{err}");
     assert!(!err.contains("larger"), "{err}");
 
+    // Sizes that lie high: twice what the stream inflates to, and more than deflate could
+    // ever grow the stored bytes to. The stream ends first, and the entry reads as damaged.
+    for (name, change) in [
+        ("high.kittrace", (|size| size * 2) as fn(u32) -> u32),
+        ("impossible.kittrace", |size| size * 2000),
+    ] {
+        let path = dir.path().join(name);
+        let (run, test, start) = one_segment(&path, zip::CompressionMethod::Deflated);
+        redeclare(&path, &run, test, start, (22, 24), change);
+        let err = read(&path, &run, test);
+        assert!(
+            err.contains("0000.jsonl") && err.contains("but declares"),
+            "{name}: {err}"
+        );
+    }
+
     // A method kittrace never writes (the local header's and the directory's both say 12).
     let path = dir.path().join("bzip2.kittrace");
     let (run, test, start) = one_segment(&path, zip::CompressionMethod::Stored);
