@@ -586,6 +586,26 @@ mod tests {
         "null", "true", "\n", "\u{1}", "é", "\"k\":1,",
     ];
 
+    /// Applies `edits` to `bytes`, each at an offset taken modulo its length: delete `len`
+    /// bytes, insert a piece, or replace a byte with one.
+    fn break_at_random(bytes: &mut Vec<u8>, edits: Vec<(u16, u8, usize, usize)>) {
+        for (at, edit, piece, len) in edits {
+            let at = usize::from(at) % (bytes.len() + 1);
+            let piece = PIECES[piece].as_bytes();
+            match edit {
+                0 => {
+                    bytes.drain(at..(at + len).min(bytes.len()));
+                }
+                1 => {
+                    bytes.splice(at..at, piece.iter().copied());
+                }
+                _ => {
+                    bytes.splice(at..(at + 1).min(bytes.len()), piece.iter().copied());
+                }
+            }
+        }
+    }
+
     proptest! {
         /// Whatever a line is broken into, the hand reader reads it as serde does or leaves it
         /// to serde: it never reads a line serde refuses, nor reads one otherwise.
@@ -607,15 +627,7 @@ mod tests {
             let event = event(kind, Some(5));
             let mut line = Vec::new();
             event.write_json_in_scope(&mut line);
-            for (at, edit, piece, len) in edits {
-                let at = usize::from(at) % (line.len() + 1);
-                let piece = PIECES[piece].as_bytes();
-                match edit {
-                    0 => { line.drain(at..(at + len).min(line.len())); }
-                    1 => { line.splice(at..at, piece.iter().copied()); }
-                    _ => { line.splice(at..(at + 1).min(line.len()), piece.iter().copied()); }
-                }
-            }
+            break_at_random(&mut line, edits);
             // Only text reaches the reader: the archive checks UTF-8 first.
             let Ok(line) = String::from_utf8(line) else { return Ok(()) };
             let (run, test) = (&event.run_id, event.test_id);
@@ -650,15 +662,7 @@ mod tests {
                 line.write_json_in_scope(&mut written);
                 written.extend_from_slice(if i % 2 == 0 { b"\n" } else { b"\n\n" });
             }
-            for (at, edit, piece, len) in edits {
-                let at = usize::from(at) % (written.len() + 1);
-                let piece = PIECES[piece].as_bytes();
-                match edit {
-                    0 => { written.drain(at..(at + len).min(written.len())); }
-                    1 => { written.splice(at..at, piece.iter().copied()); }
-                    _ => { written.splice(at..(at + 1).min(written.len()), piece.iter().copied()); }
-                }
-            }
+            break_at_random(&mut written, edits);
             let Ok(text) = String::from_utf8(written) else { return Ok(()) };
             let (run, test) = (&scope.run_id, scope.test_id);
             let read: Vec<Result<Event, String>> = Event::lines_in_scope(&text, run, test)
