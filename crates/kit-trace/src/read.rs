@@ -890,6 +890,37 @@ mod tests {
         })
     }
 
+    /// Streamed, an entry as large as the cap reads, one byte more does not; and a stream
+    /// that ends early is named so, whatever room is left.
+    #[test]
+    fn a_streamed_entry_reads_up_to_the_cap_and_no_further() {
+        let text = vec![b'a'; 200_000];
+        let mut encoder = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::fast());
+        encoder.write_all(&text).unwrap();
+        let compressed = encoder.finish().unwrap();
+        let mut inflater = Inflater::default();
+        for size in [0, 1, 200_000, 300_000] {
+            assert_eq!(
+                inflated(&mut inflater, &compressed, size, 200_000, false),
+                Ok(text.clone()),
+                "{size}"
+            );
+            assert_eq!(
+                inflated(&mut inflater, &compressed, size, 199_999, false),
+                Err("too large".to_owned()),
+                "{size}"
+            );
+        }
+        let cut = &compressed[..compressed.len() / 2];
+        for size in [0, 200_000] {
+            assert_eq!(
+                inflated(&mut inflater, cut, size, 200_000, false),
+                Err("its deflate data ends early".to_owned()),
+                "{size}"
+            );
+        }
+    }
+
     proptest::proptest! {
         /// Whole or streamed, an entry inflates alike: the bytes it holds, or the same error,
         /// whether it declares its size, a size too small or too large, or is cut or changed;
