@@ -8,7 +8,7 @@
 //! holds the two together); the kinds that are rare on the hot path (a test's start and end,
 //! unknown kinds) and every non-string attribute value still go through serde.
 
-use crate::json::swar::escape_mask;
+use crate::json::swar::copy_run;
 
 use super::{AttachmentContent, AttributeValue, Attributes, Event, EventId, EventKind, OperationStatus};
 
@@ -279,32 +279,14 @@ fn escape(out: &mut Vec<u8>, text: &str) {
     let bytes = text.as_bytes();
     out.reserve(bytes.len() + 2);
     out.push(b'"');
-    let mut i = 0;
-    while let Some(chunk) = bytes.get(i..i + 8) {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        let mask = escape_mask(u64::from_le_bytes(word));
-        out.extend_from_slice(&word);
-        if mask == 0 {
-            i += 8;
-            continue;
-        }
-        // Only the lowest marked byte is exact (see `escape_mask`): stop there.
-        let at = (mask.trailing_zeros() / 8) as usize;
-        out.truncate(out.len() - 8 + at);
-        match bytes[i + at] {
+    let mut at = copy_run(bytes, 0, out);
+    while let Some(&byte) = bytes.get(at) {
+        match byte {
             // Most of what a body escapes: a fixed two-byte copy, without the table.
-            byte @ (b'"' | b'\\') => out.extend_from_slice(&[b'\\', byte]),
-            byte => escaped_byte(out, byte),
+            b'"' | b'\\' => out.extend_from_slice(&[b'\\', byte]),
+            _ => escaped_byte(out, byte),
         }
-        i += at + 1;
-    }
-    for &byte in &bytes[i..] {
-        if matches!(byte, 0x00..=0x1f | b'"' | b'\\') {
-            escaped_byte(out, byte);
-        } else {
-            out.push(byte);
-        }
+        at = copy_run(bytes, at + 1, out);
     }
     out.push(b'"');
 }

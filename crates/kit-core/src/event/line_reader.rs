@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::json::read_string;
+use crate::json::swar::word_at;
 
 use super::{
     Attachment, AttachmentContent, AttributeValue, Attributes, Event, EventId, EventKind, Observation,
@@ -63,11 +64,6 @@ pub(super) fn read_at(text: &str, start: usize, run_id: &RunId, test_id: TestId)
         kind,
     };
     Some((event, reader.at))
-}
-
-/// Eight bytes as a little-endian word: the first byte lowest.
-fn word_of(bytes: &[u8]) -> Option<u64> {
-    Some(u64::from_le_bytes(bytes.try_into().ok()?))
 }
 
 /// Whether every byte of `word` is an ASCII digit: its high nibble is 3, and adding 6 leaves it
@@ -244,7 +240,7 @@ impl<'a> Reader<'a> {
         let rest = &self.bytes()[self.at..];
         let mut value = 0u64;
         let mut digits = 0;
-        while let Some(word) = rest.get(digits..digits + 8).and_then(word_of) {
+        while let Some(word) = word_at(rest, digits) {
             if !all_digits(word) {
                 break;
             }
@@ -434,12 +430,12 @@ mod tests {
         for text in [
             "00000000", "12345678", "99999999", "10000000", "00000001", "90817263",
         ] {
-            let word = word_of(text.as_bytes()).unwrap();
+            let word = word_at(text.as_bytes(), 0).unwrap();
             assert!(all_digits(word));
             assert_eq!(eight_digits(word), text.parse::<u64>().unwrap(), "{text}");
         }
         for text in ["1234567/", ":2345678", "1234 678", "1234567\u{0}", "123a5678"] {
-            assert!(!all_digits(word_of(&text.as_bytes()[..8]).unwrap()), "{text}");
+            assert!(!all_digits(word_at(text.as_bytes(), 0).unwrap()), "{text}");
         }
     }
 

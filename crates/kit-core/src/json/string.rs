@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 
-use super::swar::{escape_mask, next_special};
+use super::swar::{copy_run, next_special};
 
 /// The JSON string whose text begins at `start` in `json` (just after its opening quote),
 /// decoded, with the offset just after its closing quote; `None` if it is not a string
@@ -65,27 +65,6 @@ fn unescape(json: &str, start: usize, mut at: usize) -> Option<(String, usize)> 
         }
         at = copy_run(bytes, at, &mut out);
     }
-}
-
-/// Copies the bytes from `at` up to the next one a string cannot hold as it is to `out`, and
-/// gives that byte's offset (or the end). Whole words are copied and the excess cut off, so a
-/// short run costs a store, not a call.
-fn copy_run(bytes: &[u8], mut at: usize, out: &mut Vec<u8>) -> usize {
-    while let Some(chunk) = bytes.get(at..at + 8) {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        out.extend_from_slice(&word);
-        let mask = escape_mask(u64::from_le_bytes(word));
-        if mask != 0 {
-            let run = (mask.trailing_zeros() / 8) as usize;
-            out.truncate(out.len() - 8 + run);
-            return at + run;
-        }
-        at += 8;
-    }
-    let end = next_special(bytes, at);
-    out.extend_from_slice(&bytes[at..end]);
-    end
 }
 
 /// The character of `\uXXXX` whose hex digits begin at `at`, with the length of its escape

@@ -26,10 +26,8 @@ pub(crate) fn escape_mask(word: u64) -> u64 {
 /// assert_eq!(next_special(b"plain", 0), 5);
 /// ```
 pub fn next_special(bytes: &[u8], mut from: usize) -> usize {
-    while let Some(chunk) = bytes.get(from..from + 8) {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        let mask = escape_mask(u64::from_le_bytes(word));
+    while let Some(word) = word_at(bytes, from) {
+        let mask = escape_mask(word);
         if mask != 0 {
             return from + (mask.trailing_zeros() / 8) as usize;
         }
@@ -39,6 +37,42 @@ pub fn next_special(bytes: &[u8], mut from: usize) -> usize {
         from += 1;
     }
     from
+}
+
+/// The eight bytes of `bytes` from `at` as a little-endian word (the first byte lowest), if
+/// there are eight.
+#[inline]
+pub(crate) fn word_at(bytes: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?))
+}
+
+/// Copies the bytes of `bytes` from `at` up to the next one a JSON string cannot hold as it is
+/// to `out`, and gives that byte's offset (or the end). Whole words are copied and the excess
+/// cut off, so a short run costs a store, not a call to `memcpy`: the runs between the escapes
+/// of a JSON body held in a string are a few bytes each.
+#[inline]
+pub(crate) fn copy_run(bytes: &[u8], mut at: usize, out: &mut Vec<u8>) -> usize {
+    while let Some(word) = word_at(bytes, at) {
+        out.extend_from_slice(&word.to_le_bytes());
+        let mask = escape_mask(word);
+        if mask != 0 {
+            // Only the lowest marked byte is exact (see `escape_mask`): stop there.
+            let run = (mask.trailing_zeros() / 8) as usize;
+            out.truncate(out.len() - 8 + run);
+            return at + run;
+        }
+        at += 8;
+    }
+    // Fewer than eight left: a byte at a time (a call to copy them cost more than the loop, on
+    // the short keys and values that make most of an event line).
+    while let Some(&byte) = bytes.get(at) {
+        if matches!(byte, 0x00..=0x1f | b'"' | b'\\') {
+            break;
+        }
+        out.push(byte);
+        at += 1;
+    }
+    at
 }
 
 #[cfg(test)]
