@@ -10,7 +10,8 @@
 //! Prints events/s (the median of three runs) and the send latency percentiles of the median
 //! run, and checks that every collector received every event.
 //!
-//! `cargo bench -p kit-trace --bench bus` (set `KIT_BENCH_EVENTS` to change the total).
+//! `cargo bench -p kit-trace --bench bus` (set `KIT_BENCH_EVENTS` to change the total, and
+//! `KIT_BENCH_ROW` to `counting` or `archive` to run one row).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -133,10 +134,16 @@ fn main() {
         "{:<44} {:>12} {:>9} {:>9} {:>9}",
         "scenario", "events/s", "send p50", "send p99", "max"
     );
+    // `KIT_BENCH_ROW=archive` (or `counting`) runs one row alone, for profiling it.
+    let only = std::env::var("KIT_BENCH_ROW").ok();
     for (name, archive) in [
         ("3 counting collectors", false),
         ("archive writer + 2 counting collectors", true),
     ] {
+        let row = if archive { "archive" } else { "counting" };
+        if only.as_deref().is_some_and(|only| only != row) {
+            continue;
+        }
         let mut outcomes: Vec<Outcome> = (0..3).map(|_| run(total, archive)).collect();
         outcomes.sort_by(|a, b| a.events_per_sec.total_cmp(&b.events_per_sec));
         let median = &outcomes[1];
