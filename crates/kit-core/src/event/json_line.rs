@@ -8,7 +8,7 @@
 //! holds the two together); the kinds that are rare on the hot path (a test's start and end,
 //! unknown kinds) and every non-string attribute value still go through serde.
 
-use crate::json::swar::copy_run;
+use crate::json::swar::{copy_run, has_special};
 
 use super::{AttachmentContent, AttributeValue, Attributes, Event, EventId, EventKind, OperationStatus};
 
@@ -186,8 +186,10 @@ fn attributes(out: &mut Vec<u8>, attributes: &Attributes) {
                 }
                 out.push(b']');
             }
-            // Numbers and booleans exactly as serde_json formats them (floats above all).
-            other => serde(out, other),
+            AttributeValue::Int(n) => out.extend_from_slice(itoa::Buffer::new().format(*n).as_bytes()),
+            AttributeValue::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
+            // Exactly as serde_json formats a float (a shortest round trip; null for NaN).
+            AttributeValue::Float(_) => serde(out, value),
         }
     }
     out.push(b'}');
@@ -199,14 +201,13 @@ fn serde(out: &mut Vec<u8>, value: &impl serde::Serialize) {
 }
 
 fn number(out: &mut Vec<u8>, n: u64) {
-    serde(out, &n);
+    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
 }
 
 fn event_id(out: &mut Vec<u8>, id: EventId) {
-    out.push(b'"');
-    let mut buf = [0u8; 16];
-    out.extend_from_slice(super::hex16(id.as_u64(), &mut buf).as_bytes());
-    out.push(b'"');
+    let mut quoted = [b'"'; 18];
+    quoted[1..17].copy_from_slice(&super::hex16_bytes(id.as_u64()));
+    out.extend_from_slice(&quoted);
 }
 
 /// Strings at least this long are remembered, escaped, for the next one to reuse.
@@ -279,6 +280,12 @@ fn escape(out: &mut Vec<u8>, text: &str) {
     let bytes = text.as_bytes();
     out.reserve(bytes.len() + 2);
     out.push(b'"');
+    if !has_special(bytes) {
+        // Names, routes, URLs, methods: one copy, not a word and then byte by byte.
+        out.extend_from_slice(bytes);
+        out.push(b'"');
+        return;
+    }
     let mut at = copy_run(bytes, 0, out);
     while let Some(&byte) = bytes.get(at) {
         match byte {

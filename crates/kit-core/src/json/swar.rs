@@ -39,6 +39,28 @@ pub fn next_special(bytes: &[u8], mut from: usize) -> usize {
     from
 }
 
+/// Whether any byte of `bytes` is below 0x20, a quote or a backslash: a word at a time, the
+/// last word overlapping the one before it (fewer than eight bytes are padded with spaces).
+/// Most strings of an event line are short names and values with nothing to escape; checking
+/// them whole lets them be copied in one piece.
+#[inline]
+pub(crate) fn has_special(bytes: &[u8]) -> bool {
+    let Some(last) = bytes.len().checked_sub(8) else {
+        let mut padded = [b' '; 8];
+        padded[..bytes.len()].copy_from_slice(bytes);
+        return escape_mask(u64::from_le_bytes(padded)) != 0;
+    };
+    let mut at = 0;
+    while at < last {
+        // A mask is non-zero exactly when the word holds such a byte (see `escape_mask`).
+        if word_at(bytes, at).is_some_and(|word| escape_mask(word) != 0) {
+            return true;
+        }
+        at += 8;
+    }
+    word_at(bytes, last).is_some_and(|word| escape_mask(word) != 0)
+}
+
 /// The eight bytes of `bytes` from `at` as a little-endian word (the first byte lowest), if
 /// there are eight.
 #[inline]
@@ -92,6 +114,16 @@ mod tests {
                 .position(|b| matches!(b, 0x00..=0x1f | b'"' | b'\\'))
                 .map_or(bytes.len(), |p| from + p);
             prop_assert_eq!(next_special(&bytes, from), slow);
+        }
+
+        #[test]
+        fn has_special_is_whether_a_byte_loop_finds_one(
+            bytes in proptest::collection::vec(prop_oneof![
+                8 => Just(b'a'), 1 => any::<u8>(), 1 => Just(b'"'), 1 => Just(b'\\'), 1 => Just(0x1f), 1 => Just(b' '),
+            ], 0..40),
+        ) {
+            let slow = bytes.iter().any(|b| matches!(b, 0x00..=0x1f | b'"' | b'\\'));
+            prop_assert_eq!(has_special(&bytes), slow);
         }
     }
 }
