@@ -224,10 +224,10 @@ pub(crate) struct ChunkedDeflate {
     compressed: Vec<u8>,
     crc: crc32fast::Hasher,
     len: u64,
-    /// The last bytes already deflated (the next chunk's dictionary, `window` bytes long),
-    /// then the bytes not deflated yet.
+    /// Bytes already deflated (`deflated` of them, whose last [`WINDOW`] are the next chunk's
+    /// dictionary), then the bytes not deflated yet.
     pending: Vec<u8>,
-    window: usize,
+    deflated: usize,
     /// This entry's stream (see [`Deflater::continues`]); 0 until its first chunk.
     stream: u64,
 }
@@ -247,6 +247,9 @@ const SHARED_CHUNK: usize = 256 * 1024;
 /// Bytes of the entry before a chunk that it may refer back to.
 const WINDOW: usize = 16 * 1024;
 
+/// Deflated bytes held before all but the window are dropped: each drop moves the window.
+const KEPT_DEFLATED: usize = 64 * 1024;
+
 impl ChunkedDeflate {
     /// Starts a new entry, keeping the allocations.
     pub(crate) fn reset(&mut self) {
@@ -254,7 +257,7 @@ impl ChunkedDeflate {
         self.crc = crc32fast::Hasher::new();
         self.len = 0;
         self.pending.clear();
-        self.window = 0;
+        self.deflated = 0;
         self.stream = 0;
     }
 
@@ -285,7 +288,7 @@ impl ChunkedDeflate {
         let added = &self.pending[from..];
         self.crc.update(added);
         self.len += added.len() as u64;
-        let fresh = self.pending.len() - self.window;
+        let fresh = self.pending.len() - self.deflated;
         if fresh >= SHARED_CHUNK || (fresh >= CHUNK && deflater.free_for(self.stream)) {
             self.deflate_pending(deflater)?;
         }
@@ -293,15 +296,20 @@ impl ChunkedDeflate {
     }
 
     fn deflate_pending(&mut self, deflater: &mut Deflater) -> io::Result<()> {
-        if self.pending.len() > self.window {
+        if self.pending.len() > self.deflated {
             if self.stream == 0 {
                 self.stream = NEXT_STREAM.fetch_add(1, Ordering::Relaxed);
             }
-            let (window, data) = self.pending.split_at(self.window);
+            let (done, data) = self.pending.split_at(self.deflated);
+            let window = &done[done.len().saturating_sub(WINDOW)..];
             deflater.deflate_chunk(self.stream, window, data, &mut self.compressed)?;
-            let keep = self.pending.len().min(WINDOW);
-            self.pending.drain(..self.pending.len() - keep);
-            self.window = keep;
+            self.deflated = self.pending.len();
+            // Only the window needs keeping, but moving it to the front after every chunk
+            // moved twice the bytes the chunk deflated: 6% of the dispatcher's instructions.
+            if self.deflated >= KEPT_DEFLATED {
+                self.pending.drain(..self.deflated - WINDOW);
+                self.deflated = WINDOW;
+            }
         }
         Ok(())
     }
