@@ -1,11 +1,21 @@
-//! A JSON document read for matching only: strings and member names borrowed from the text
-//! where they have no escapes, objects as the members in document order.
+//! A JSON document read for matching and lookups: strings and member names borrowed from the
+//! text where they have no escapes, objects as the members in document order.
 //!
 //! A shape assertion reads each member the shape names once. Building a `serde_json::Value`
 //! for it cost more than the match: a `String` per name and per string, and the ordered map
 //! hashing every name on insert (two thirds of a 600-byte body's parse). This tree keeps what
-//! the match reads and no more. It is parsed by serde_json itself, so it accepts and refuses
-//! exactly the documents a `Value` does, with the same errors and the same depth limit.
+//! the match reads and no more. It is read as serde_json reads (see [`parse`]), so it accepts
+//! and refuses exactly the documents a `Value` does, with the same errors and the same depth
+//! limit. The OpenAPI loader reads documents of megabytes into it for the same reason.
+//!
+//! ```
+//! use kit_core::json::doc::{self, Node};
+//!
+//! let node = doc::parse(br#"{"id":7,"tags":["a","b"],"name":"Rex"}"#).unwrap();
+//! assert_eq!(node.get("name").and_then(Node::as_str), Some("Rex"));
+//! assert_eq!(node.get("tags").and_then(Node::as_array).map(<[_]>::len), Some(2));
+//! assert_eq!(node.to_value()["id"], 7);
+//! ```
 
 use std::borrow::Cow;
 use std::fmt;
@@ -16,22 +26,37 @@ use serde_json::{Map, Number, Value};
 use super::number::{self, NumberToken};
 use super::swar;
 
-/// One value of a document.
+/// One value of a document, borrowing from the text it was read from.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Node<'a> {
+pub enum Node<'a> {
+    /// `null`.
     Null,
+    /// `true` or `false`.
     Bool(bool),
+    /// A number, as serde_json holds it.
     Number(Number),
+    /// A string: borrowed when the text has it without escapes.
     Str(Cow<'a, str>),
+    /// An array's items.
     Array(Vec<Node<'a>>),
-    /// Every member as written, duplicates included (see [`member`]).
+    /// Every member as written, duplicates included (see [`member`] and [`distinct`]).
     Object(Vec<(Cow<'a, str>, Node<'a>)>),
 }
 
-impl Node<'_> {
+/// An object's members, as [`Node::Object`] holds them.
+pub type Members<'a> = [(Cow<'a, str>, Node<'a>)];
+
+impl<'a> Node<'a> {
     /// The same value as a `serde_json::Value` (a repeated member keeps its last value, in the
     /// place of its first, as serde_json's ordered map does).
-    pub(crate) fn to_value(&self) -> Value {
+    ///
+    /// ```
+    /// use kit_core::json::doc;
+    ///
+    /// let node = doc::parse(br#"{"a":1,"b":2,"a":3}"#).unwrap();
+    /// assert_eq!(node.to_value().to_string(), r#"{"a":3,"b":2}"#);
+    /// ```
+    pub fn to_value(&self) -> Value {
         match self {
             Node::Null => Value::Null,
             Node::Bool(b) => Value::Bool(*b),
@@ -47,14 +72,95 @@ impl Node<'_> {
             }
         }
     }
+
+    /// The same value as a tree borrowing every string from `value` (a document read some
+    /// other way, from YAML say).
+    ///
+    /// ```
+    /// use kit_core::json::doc::Node;
+    ///
+    /// let value = serde_json::json!({"paths": {"/pets": {}}, "n": [1.5, null]});
+    /// let node = Node::from_value(&value);
+    /// assert_eq!(node.to_value(), value);
+    /// ```
+    pub fn from_value(value: &'a Value) -> Self {
+        match value {
+            Value::Null => Node::Null,
+            Value::Bool(b) => Node::Bool(*b),
+            Value::Number(n) => Node::Number(n.clone()),
+            Value::String(s) => Node::Str(Cow::Borrowed(s)),
+            Value::Array(items) => Node::Array(items.iter().map(Node::from_value).collect()),
+            Value::Object(map) => Node::Object(
+                map.iter()
+                    .map(|(name, value)| (Cow::Borrowed(name.as_str()), Node::from_value(value)))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// The value of member `name`, if this is an object that has it (the last, if it has it
+    /// twice, as [`member`] finds it).
+    ///
+    /// ```
+    /// use kit_core::json::doc;
+    ///
+    /// let node = doc::parse(br#"{"a":{"b":true}}"#).unwrap();
+    /// assert_eq!(node.get("a").and_then(|a| a.get("b")).and_then(|b| b.as_bool()), Some(true));
+    /// assert_eq!(node.get("z"), None);
+    /// ```
+    pub fn get(&self, name: &str) -> Option<&Node<'a>> {
+        member(self.as_object()?, name).map(|(_, value)| value)
+    }
+
+    /// The members, if this is an object.
+    pub fn as_object(&self) -> Option<&Members<'a>> {
+        match self {
+            Node::Object(members) => Some(members),
+            _ => None,
+        }
+    }
+
+    /// The items, if this is an array.
+    pub fn as_array(&self) -> Option<&[Node<'a>]> {
+        match self {
+            Node::Array(items) => Some(items),
+            _ => None,
+        }
+    }
+
+    /// The text, if this is a string.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Node::Str(text) => Some(text),
+            _ => None,
+        }
+    }
+
+    /// The boolean, if this is one.
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            Node::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+
+    /// Whether this is an object.
+    pub fn is_object(&self) -> bool {
+        matches!(self, Node::Object(_))
+    }
 }
 
 /// The member `name` of an object, found as `serde_json::Map::get_key_value` finds it: a
 /// repeated name has its last value.
-pub(crate) fn member<'n, 'a>(
-    members: &'n [(Cow<'a, str>, Node<'a>)],
-    name: &str,
-) -> Option<(&'n str, &'n Node<'a>)> {
+///
+/// ```
+/// use kit_core::json::doc::{self, Node};
+///
+/// let node = doc::parse(br#"{"a":1,"a":2}"#).unwrap();
+/// let (name, value) = doc::member(node.as_object().unwrap(), "a").unwrap();
+/// assert_eq!((name, value.to_value()), ("a", serde_json::json!(2)));
+/// ```
+pub fn member<'n, 'a>(members: &'n Members<'a>, name: &str) -> Option<(&'n str, &'n Node<'a>)> {
     members
         .iter()
         .rev()
@@ -62,11 +168,69 @@ pub(crate) fn member<'n, 'a>(
         .map(|(k, v)| (k.as_ref(), v))
 }
 
+/// Objects this large or smaller are checked for a repeated name pair by pair; larger ones
+/// through a hash map.
+const PAIRWISE_DISTINCT: usize = 12;
+
+/// An object's members as serde_json's ordered map holds them: a name written twice comes
+/// once, in the place of its first, with its last value. Members of an object without
+/// repeated names (nearly every object) come as they are, with no map built.
+///
+/// ```
+/// use kit_core::json::doc;
+///
+/// let node = doc::parse(br#"{"a":1,"b":2,"a":3}"#).unwrap();
+/// let members: Vec<(&str, String)> = doc::distinct(node.as_object().unwrap())
+///     .map(|(name, value)| (name, value.to_value().to_string()))
+///     .collect();
+/// assert_eq!(members, [("a", "3".to_owned()), ("b", "2".to_owned())]);
+/// ```
+pub fn distinct<'n, 'a>(members: &'n Members<'a>) -> impl Iterator<Item = (&'n str, &'n Node<'a>)> {
+    let repeats = if members.len() <= PAIRWISE_DISTINCT {
+        members
+            .iter()
+            .enumerate()
+            .any(|(i, (name, _))| members[i + 1..].iter().any(|(other, _)| other == name))
+    } else {
+        let mut seen = rustc_hash::FxHashSet::with_capacity_and_hasher(members.len(), Default::default());
+        !members.iter().all(|(name, _)| seen.insert(name.as_ref()))
+    };
+    // For each name written more than once: where it is first written, and where last.
+    let places = repeats.then(|| {
+        let mut places = rustc_hash::FxHashMap::<&str, (usize, usize)>::default();
+        for (i, (name, _)) in members.iter().enumerate() {
+            places.entry(name.as_ref()).or_insert((i, i)).1 = i;
+        }
+        places
+    });
+    members
+        .iter()
+        .enumerate()
+        .filter_map(move |(i, (name, value))| match &places {
+            None => Some((name.as_ref(), value)),
+            Some(places) => {
+                let &(first, last) = places.get(name.as_ref())?;
+                (first == i).then(|| (name.as_ref(), &members[last].1))
+            }
+        })
+}
+
 /// The members of a large object by name, for finding many of them without a scan each.
-pub(crate) struct MemberIndex<'n>(rustc_hash::FxHashMap<&'n str, usize>);
+///
+/// ```
+/// use kit_core::json::doc::{self, MemberIndex};
+///
+/// let node = doc::parse(br#"{"a":1,"b":2,"a":3}"#).unwrap();
+/// let members = node.as_object().unwrap();
+/// let index = MemberIndex::new(members);
+/// assert_eq!(index.get(members, "a").map(|(_, v)| v.to_value()), Some(serde_json::json!(3)));
+/// assert!(index.get(members, "c").is_none());
+/// ```
+pub struct MemberIndex<'n>(rustc_hash::FxHashMap<&'n str, usize>);
 
 impl<'n> MemberIndex<'n> {
-    pub(crate) fn new(members: &'n [(Cow<'_, str>, Node<'_>)]) -> Self {
+    /// Indexes `members` by name.
+    pub fn new(members: &'n Members<'_>) -> Self {
         let mut index = rustc_hash::FxHashMap::with_capacity_and_hasher(members.len(), Default::default());
         for (i, (name, _)) in members.iter().enumerate() {
             // A later member of the same name replaces an earlier one, as in [`member`].
@@ -75,13 +239,9 @@ impl<'n> MemberIndex<'n> {
         MemberIndex(index)
     }
 
-    /// [`member`], by the index.
-    pub(crate) fn get<'a>(
-        &self,
-        members: &'n [(Cow<'a, str>, Node<'a>)],
-        name: &str,
-    ) -> Option<(&'n str, &'n Node<'a>)> {
-        let (name, value) = &members[*self.0.get(name)?];
+    /// [`member`], by the index: `members` must be the members it was made from.
+    pub fn get<'a>(&self, members: &'n Members<'a>, name: &str) -> Option<(&'n str, &'n Node<'a>)> {
+        let (name, value) = members.get(*self.0.get(name)?)?;
         Some((name.as_ref(), value))
     }
 }
@@ -91,12 +251,20 @@ impl<'n> MemberIndex<'n> {
 ///
 /// A document is read first by a reader of this module's own, which gives up, rather than
 /// decide, wherever it is not sure to read as serde_json reads: at any error, an escaped
-/// surrogate, or nesting deeper than [`FAST_DEPTH`]. Then serde_json reads the whole document.
+/// surrogate, or nesting deeper than 96 levels. Then serde_json reads the whole document.
 /// A number the reader cannot make exactly as serde_json does is read by serde_json alone.
 ///
 /// The reader saves serde's visitor calls and the regrowing of each object's and array's
 /// vector: on a 421-byte order about 8% of the read, on a 1 MiB page of such orders about 40%.
-pub(crate) fn parse(json: &[u8]) -> Result<Node<'_>, serde_json::Error> {
+///
+/// ```
+/// use kit_core::json::doc;
+///
+/// assert!(doc::parse(br#"{"a":[1,2.5,"x\n"]}"#).is_ok());
+/// let error = doc::parse(b"{\"a\":1,}").unwrap_err();
+/// assert_eq!(error.to_string(), serde_json::from_slice::<serde_json::Value>(b"{\"a\":1,}").unwrap_err().to_string());
+/// ```
+pub fn parse(json: &[u8]) -> Result<Node<'_>, serde_json::Error> {
     match Reader::new(json).document() {
         Some(node) => Ok(node),
         None => serde_json::from_slice(json),
@@ -778,6 +946,34 @@ mod tests {
                     }
                 }
                 read_as_serde_json_reads(&bytes);
+            }
+                    /// Objects small and large, dense in repeated names: the members come as
+            /// serde_json's ordered map holds them, and a member is found as it finds it.
+            #[test]
+            fn distinct_members_are_serde_json_s_map(
+                names in proptest::collection::vec(0u8..40, 0..40),
+                small in proptest::bool::ANY,
+            ) {
+                let names: Vec<String> = names
+                    .iter()
+                    .map(|n| format!("k{}", if small { n % 6 } else { *n }))
+                    .collect();
+                let text = format!(
+                    "{{{}}}",
+                    names.iter().enumerate().map(|(i, n)| format!("\"{n}\":{i}")).collect::<Vec<_>>().join(",")
+                );
+                let node = parse(text.as_bytes()).unwrap();
+                let members = node.as_object().unwrap();
+                let value: Value = serde_json::from_str(&text).unwrap();
+                let map = value.as_object().unwrap();
+                let ours: Vec<(&str, Value)> = distinct(members).map(|(n, v)| (n, v.to_value())).collect();
+                let theirs: Vec<(&str, Value)> = map.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
+                prop_assert_eq!(ours, theirs);
+                let index = MemberIndex::new(members);
+                for name in names.iter().map(String::as_str).chain(["absent"]) {
+                    prop_assert_eq!(node.get(name).map(Node::to_value), map.get(name).cloned());
+                    prop_assert_eq!(index.get(members, name).map(|(_, v)| v.to_value()), map.get(name).cloned());
+                }
             }
         }
     }

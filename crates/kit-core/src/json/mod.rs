@@ -2,7 +2,7 @@
 //! case-insensitive binding, and the scan that finds where a string ends.
 
 mod bind;
-mod doc;
+pub mod doc;
 mod matchers;
 pub(crate) mod number;
 mod path;
