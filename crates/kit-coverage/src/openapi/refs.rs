@@ -1,12 +1,15 @@
 //! Local `$ref` resolution: JSON pointers into the document, checked once at load.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 
-use serde_json::Value;
+use kit_core::json::doc::{self, MemberIndex, Node};
+use rustc_hash::FxHashMap;
 
 use super::Problem;
 
 /// What is wrong with one `$ref`.
+#[derive(Debug, Clone, Copy)]
 pub(crate) enum RefError {
     /// Not a local reference (`other.yaml#/X`, `https://…`): not followed.
     External,
@@ -14,62 +17,112 @@ pub(crate) enum RefError {
     Dangling,
 }
 
-/// The value a local reference (`#/components/schemas/Pet`) points at.
-pub(crate) fn resolve<'d>(doc: &'d Value, reference: &str) -> Result<&'d Value, RefError> {
-    let Some(fragment) = reference.strip_prefix('#') else {
-        return Err(RefError::External);
-    };
-    let fragment: Cow<'_, str> = if fragment.contains('%') {
-        percent_encoding::percent_decode_str(fragment).decode_utf8_lossy()
-    } else {
-        Cow::Borrowed(fragment)
-    };
-    if fragment.is_empty() {
-        return Ok(doc);
+/// Objects with more members than this are indexed by name when a pointer goes through them.
+const INDEXED: usize = 16;
+
+/// The document, with what its references point at remembered. A document writes the same
+/// reference many times (GitHub's 5 466 are 893 distinct ones), the check at load and every
+/// field walk resolve them again, and a pointer goes through objects of hundreds of members
+/// (`components/schemas`), which a scan would compare name by name.
+pub(crate) struct Doc<'d> {
+    root: &'d Node<'d>,
+    resolved: RefCell<FxHashMap<&'d str, Result<&'d Node<'d>, RefError>>>,
+    indexes: RefCell<FxHashMap<*const Node<'d>, MemberIndex<'d>>>,
+}
+
+impl<'d> Doc<'d> {
+    pub(crate) fn new(root: &'d Node<'d>) -> Self {
+        Doc {
+            root,
+            resolved: RefCell::default(),
+            indexes: RefCell::default(),
+        }
     }
-    let Some(pointer) = fragment.strip_prefix('/') else {
-        // `#Pet`: a named anchor (`$anchor`), which only JSON Schema resolution knows.
-        return Err(RefError::External);
-    };
-    let mut at = doc;
-    for token in pointer.split('/') {
-        let token: Cow<'_, str> = if token.contains('~') {
-            Cow::Owned(token.replace("~1", "/").replace("~0", "~"))
-        } else {
-            Cow::Borrowed(token)
+
+    pub(crate) fn root(&self) -> &'d Node<'d> {
+        self.root
+    }
+
+    /// The value a local reference (`#/components/schemas/Pet`) points at.
+    pub(crate) fn resolve(&self, reference: &'d str) -> Result<&'d Node<'d>, RefError> {
+        if let Some(found) = self.resolved.borrow().get(reference) {
+            return *found;
+        }
+        let found = self.resolve_anew(reference);
+        self.resolved.borrow_mut().insert(reference, found);
+        found
+    }
+
+    fn resolve_anew(&self, reference: &str) -> Result<&'d Node<'d>, RefError> {
+        let Some(fragment) = reference.strip_prefix('#') else {
+            return Err(RefError::External);
         };
-        at = match at {
-            Value::Object(map) => map.get(token.as_ref()),
-            Value::Array(items) => token.parse::<usize>().ok().and_then(|i| items.get(i)),
+        let fragment: Cow<'_, str> = if fragment.contains('%') {
+            percent_encoding::percent_decode_str(fragment).decode_utf8_lossy()
+        } else {
+            Cow::Borrowed(fragment)
+        };
+        if fragment.is_empty() {
+            return Ok(self.root);
+        }
+        let Some(pointer) = fragment.strip_prefix('/') else {
+            // `#Pet`: a named anchor (`$anchor`), which only JSON Schema resolution knows.
+            return Err(RefError::External);
+        };
+        let mut at = self.root;
+        for token in pointer.split('/') {
+            let token: Cow<'_, str> = if token.contains('~') {
+                Cow::Owned(token.replace("~1", "/").replace("~0", "~"))
+            } else {
+                Cow::Borrowed(token)
+            };
+            at = self.step(at, &token).ok_or(RefError::Dangling)?;
+        }
+        Ok(at)
+    }
+
+    /// The member `token` of an object (the last of that name), or item `token` of an array.
+    fn step(&self, at: &'d Node<'d>, token: &str) -> Option<&'d Node<'d>> {
+        match at {
+            Node::Object(members) if members.len() > INDEXED => {
+                let mut indexes = self.indexes.borrow_mut();
+                let index = indexes
+                    .entry(at as *const Node<'d>)
+                    .or_insert_with(|| MemberIndex::new(members));
+                index.get(members, token).map(|(_, value)| value)
+            }
+            Node::Object(members) => doc::member(members, token).map(|(_, value)| value),
+            Node::Array(items) => token.parse::<usize>().ok().and_then(|i| items.get(i)),
             _ => None,
         }
-        .ok_or(RefError::Dangling)?;
     }
-    Ok(at)
+
+    /// Follows `value`'s chain of `$ref`s to the first value that is not a reference, or to
+    /// the last one that cannot be followed (external). `None` for a cycle or a dangling
+    /// reference, which [`check`] has already refused at load.
+    pub(crate) fn follow(&self, mut value: &'d Node<'d>) -> Option<&'d Node<'d>> {
+        let mut seen = 0;
+        while let Some(reference) = reference_of(value) {
+            match self.resolve(reference) {
+                Ok(target) => value = target,
+                Err(RefError::External) => return Some(value),
+                Err(RefError::Dangling) => return None,
+            }
+            seen += 1;
+            if seen > MAX_CHAIN {
+                return None;
+            }
+        }
+        Some(value)
+    }
 }
 
 /// The `$ref` of a value, when it is an object holding one as text.
-pub(crate) fn reference_of(value: &Value) -> Option<&str> {
-    value.as_object()?.get("$ref")?.as_str()
-}
-
-/// Follows `value`'s chain of `$ref`s to the first value that is not a reference, or to the
-/// last one that cannot be followed (external). `None` for a cycle or a dangling reference,
-/// which [`check`] has already refused at load.
-pub(crate) fn follow<'d>(doc: &'d Value, mut value: &'d Value) -> Option<&'d Value> {
-    let mut seen = 0;
-    while let Some(reference) = reference_of(value) {
-        match resolve(doc, reference) {
-            Ok(target) => value = target,
-            Err(RefError::External) => return Some(value),
-            Err(RefError::Dangling) => return None,
-        }
-        seen += 1;
-        if seen > MAX_CHAIN {
-            return None;
-        }
+pub(crate) fn reference_of<'d>(value: &'d Node<'d>) -> Option<&'d str> {
+    match value.get("$ref")? {
+        Node::Str(reference) => Some(reference),
+        _ => None,
     }
-    Some(value)
 }
 
 /// References followed in a row before a chain is called a cycle.
@@ -82,13 +135,13 @@ const MAX_DEPTH: usize = 256;
 /// Checks every `$ref` in the document: each local one must point at something, and a chain
 /// of references must end somewhere. Returns the number of external references (not followed)
 /// or the first problem with its location as a JSON pointer.
-pub(crate) fn check(doc: &Value) -> Result<usize, (String, Problem)> {
+pub(crate) fn check(doc: &Doc<'_>) -> Result<usize, (String, Problem)> {
     let mut walk = Check {
         doc,
         path: Vec::new(),
         external: 0,
     };
-    walk.value(doc, 0, Context::Keywords)?;
+    walk.value(doc.root(), 0, Context::Keywords)?;
     Ok(walk.external)
 }
 
@@ -132,23 +185,28 @@ enum Context {
     Example,
 }
 
-struct Check<'d> {
-    doc: &'d Value,
+struct Check<'r, 'd> {
+    doc: &'r Doc<'d>,
     path: Vec<Token<'d>>,
     external: usize,
 }
 
-impl<'d> Check<'d> {
-    fn value(&mut self, value: &'d Value, depth: usize, context: Context) -> Result<(), (String, Problem)> {
+impl<'d> Check<'_, 'd> {
+    fn value(
+        &mut self,
+        value: &'d Node<'d>,
+        depth: usize,
+        context: Context,
+    ) -> Result<(), (String, Problem)> {
         if depth > MAX_DEPTH {
             return Err((pointer(&self.path), Problem::TooDeep { limit: MAX_DEPTH }));
         }
         match value {
-            Value::Object(map) => {
-                for (key, child) in map {
-                    if !matches!(child, Value::Object(_) | Value::Array(_)) {
-                        // Found while iterating: a lookup per object would hash every time.
-                        if let Value::String(reference) = child
+            Node::Object(members) => {
+                for (key, child) in doc::distinct(members) {
+                    if !matches!(child, Node::Object(_) | Node::Array(_)) {
+                        // Found while iterating: a lookup per object would scan it again.
+                        if let Node::Str(reference) = child
                             && key == "$ref"
                             && context != Context::Names
                         {
@@ -164,9 +222,9 @@ impl<'d> Check<'d> {
                         _ if key.starts_with("x-") => continue,
                         // Literal data: a `$ref` member in it is data, not a reference
                         // (GitHub's SCIM examples hold `"$ref": "https://…"`).
-                        _ if DATA_KEYWORDS.contains(&key.as_str()) => continue,
+                        _ if DATA_KEYWORDS.contains(&key) => continue,
                         _ if key == "examples" => Context::Examples,
-                        _ if NAME_MAPS.contains(&key.as_str()) => Context::Names,
+                        _ if NAME_MAPS.contains(&key) => Context::Names,
                         Context::Examples => Context::Example,
                         _ => Context::Keywords,
                     };
@@ -176,10 +234,10 @@ impl<'d> Check<'d> {
                 }
             }
             // JSON Schema's `examples` is an array of literal values.
-            Value::Array(_) if context == Context::Examples => {}
-            Value::Array(items) => {
+            Node::Array(_) if context == Context::Examples => {}
+            Node::Array(items) => {
                 for (i, child) in items.iter().enumerate() {
-                    if matches!(child, Value::Object(_) | Value::Array(_)) {
+                    if matches!(child, Node::Object(_) | Node::Array(_)) {
                         self.path.push(Token::Index(i));
                         self.value(child, depth + 1, Context::Keywords)?;
                         self.path.pop();
@@ -191,7 +249,7 @@ impl<'d> Check<'d> {
         Ok(())
     }
 
-    fn reference(&mut self, at: &'d Value, reference: &str) -> Result<(), (String, Problem)> {
+    fn reference(&mut self, at: &'d Node<'d>, reference: &'d str) -> Result<(), (String, Problem)> {
         let here = |path: &[Token<'_>]| {
             let mut p = pointer(path);
             p.push_str("/$ref");
@@ -201,7 +259,7 @@ impl<'d> Check<'d> {
         let mut current = at;
         let mut next = reference;
         loop {
-            match resolve(self.doc, next) {
+            match self.doc.resolve(next) {
                 Err(RefError::External) => {
                     self.external += 1;
                     return Ok(());

@@ -14,13 +14,14 @@
 //!
 //! `additionalProperties` and `patternProperties` name no field and count for nothing.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use kit_core::json::doc::{self, Node};
 use kit_core::json::push_member;
-use serde_json::Value;
+use rustc_hash::FxHashMap;
 
-use super::refs::{self, RefError};
+use super::refs::{self, Doc, RefError};
 
 /// Members deep, at most, a counted field is.
 pub const MAX_MEMBER_DEPTH: usize = 8;
@@ -28,22 +29,22 @@ pub const MAX_MEMBER_DEPTH: usize = 8;
 pub const MAX_REF_HOPS: usize = 1;
 
 /// Computes field sets, remembering those of schemas reached by reference.
-pub(crate) struct Fields<'d> {
-    doc: &'d Value,
+pub(crate) struct Fields<'r, 'd> {
+    doc: &'r Doc<'d>,
     /// Field sets of whole response schemas, by the address of the schema they resolve to.
-    memo: HashMap<*const Value, Arc<[String]>>,
+    memo: FxHashMap<*const Node<'d>, Arc<[String]>>,
 }
 
-impl<'d> Fields<'d> {
-    pub(crate) fn new(doc: &'d Value) -> Self {
+impl<'r, 'd> Fields<'r, 'd> {
+    pub(crate) fn new(doc: &'r Doc<'d>) -> Self {
         Fields {
             doc,
-            memo: HashMap::new(),
+            memo: FxHashMap::default(),
         }
     }
 
     /// The fields of the response schemas given (several media types), merged.
-    pub(crate) fn of(&mut self, schemas: &[&'d Value]) -> Arc<[String]> {
+    pub(crate) fn of(&mut self, schemas: &[&'d Node<'d>]) -> Arc<[String]> {
         match schemas {
             [] => Arc::from(Vec::new()),
             [one] => self.of_one(one),
@@ -57,13 +58,13 @@ impl<'d> Fields<'d> {
         }
     }
 
-    fn of_one(&mut self, schema: &'d Value) -> Arc<[String]> {
-        let key = refs::follow(self.doc, schema).map_or(schema as *const Value, |s| s as *const Value);
+    fn of_one(&mut self, schema: &'d Node<'d>) -> Arc<[String]> {
+        let own = schema as *const Node<'d>;
         // A schema with keywords beside its `$ref` (3.1) is its own key, not the target's.
         let key = if is_pure_reference(schema) {
-            key
+            self.doc.follow(schema).map_or(own, |s| s as *const Node<'d>)
         } else {
-            schema as *const Value
+            own
         };
         if let Some(found) = self.memo.get(&key) {
             return Arc::clone(found);
@@ -81,38 +82,38 @@ impl<'d> Fields<'d> {
     }
 }
 
-fn is_pure_reference(schema: &Value) -> bool {
+fn is_pure_reference(schema: &Node<'_>) -> bool {
     schema
         .as_object()
-        .is_some_and(|o| o.len() == 1 && o.contains_key("$ref"))
+        .is_some_and(|o| doc::distinct(o).all(|(name, _)| name == "$ref") && schema.get("$ref").is_some())
 }
 
-struct Walk<'d> {
-    doc: &'d Value,
+struct Walk<'r, 'd> {
+    doc: &'r Doc<'d>,
     fields: BTreeSet<String>,
     /// Schemas being expanded on the current path, by address.
-    expanding: Vec<*const Value>,
+    expanding: Vec<*const Node<'d>>,
     path: String,
 }
 
-impl<'d> Walk<'d> {
+impl<'d> Walk<'_, 'd> {
     /// Walks `schema` at `depth` members, having crossed `hops` references from properties.
     /// `next_ref_is_hop`: the schema sits under a property and no `$ref` has been crossed
     /// since, so following one now is a hop.
-    fn schema(&mut self, schema: &'d Value, depth: usize, hops: usize, next_ref_is_hop: bool) {
+    fn schema(&mut self, schema: &'d Node<'d>, depth: usize, hops: usize, next_ref_is_hop: bool) {
         let mut hops = hops;
         let mut next_ref_is_hop = next_ref_is_hop;
         // The schema and the chain of what it references: keywords of each apply (3.1 allows
         // keywords beside `$ref`).
-        let mut chain: Vec<&'d Value> = vec![schema];
+        let mut chain: Vec<&'d Node<'d>> = vec![schema];
         let mut current = schema;
         let entered = self.expanding.len();
         while let Some(reference) = refs::reference_of(current) {
-            let target = match refs::resolve(self.doc, reference) {
+            let target = match self.doc.resolve(reference) {
                 Ok(target) => target,
                 Err(RefError::External | RefError::Dangling) => break,
             };
-            let address = target as *const Value;
+            let address = target as *const Node<'d>;
             if self.expanding.contains(&address) || self.expanding.len() >= refs::MAX_CHAIN {
                 break;
             }
@@ -135,22 +136,22 @@ impl<'d> Walk<'d> {
         self.expanding.truncate(entered);
     }
 
-    fn keywords(&mut self, schema: &'d Value, depth: usize, hops: usize, next_ref_is_hop: bool) {
+    fn keywords(&mut self, schema: &'d Node<'d>, depth: usize, hops: usize, next_ref_is_hop: bool) {
         let Some(object) = schema.as_object() else {
             return;
         };
-        // One pass over the schema's own keys rather than a lookup per keyword: each lookup
-        // SipHashed its keyword, six per schema, and a schema has a handful of keys. The
-        // order keywords are walked in does not change the set of fields.
-        for (keyword, value) in object {
-            match (keyword.as_str(), value) {
-                ("allOf" | "oneOf" | "anyOf", Value::Array(parts)) => {
+        // One pass over the schema's own keys rather than a lookup per keyword (six per
+        // schema, each a scan). The order keywords are walked in does not change the set of
+        // fields.
+        for (keyword, value) in doc::distinct(object) {
+            match (keyword, value) {
+                ("allOf" | "oneOf" | "anyOf", Node::Array(parts)) => {
                     for part in parts {
                         self.schema(part, depth, hops, next_ref_is_hop);
                     }
                 }
-                ("properties", Value::Object(properties)) => {
-                    for (name, property) in properties {
+                ("properties", Node::Object(properties)) => {
+                    for (name, property) in doc::distinct(properties) {
                         let len = self.path.len();
                         push_member(&mut self.path, name);
                         if !self.fields.contains(&self.path) {
@@ -163,7 +164,7 @@ impl<'d> Walk<'d> {
                     }
                 }
                 ("items", item) => self.item(item, depth, hops, next_ref_is_hop),
-                ("prefixItems", Value::Array(items)) => {
+                ("prefixItems", Node::Array(items)) => {
                     for item in items {
                         self.item(item, depth, hops, next_ref_is_hop);
                     }
@@ -174,7 +175,7 @@ impl<'d> Walk<'d> {
     }
 
     /// An array's item schema, under `[]`.
-    fn item(&mut self, item: &'d Value, depth: usize, hops: usize, next_ref_is_hop: bool) {
+    fn item(&mut self, item: &'d Node<'d>, depth: usize, hops: usize, next_ref_is_hop: bool) {
         if item.is_object() {
             let len = self.path.len();
             self.path.push_str("[]");
@@ -187,10 +188,11 @@ impl<'d> Walk<'d> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn fields(doc: &Value, schema: &Value) -> Vec<String> {
-        Fields::new(doc).of(&[schema]).to_vec()
+        let (doc, schema) = (Node::from_value(doc), Node::from_value(schema));
+        Fields::new(&Doc::new(&doc)).of(&[&schema]).to_vec()
     }
 
     #[test]
