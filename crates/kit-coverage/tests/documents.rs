@@ -225,3 +225,31 @@ fn versions_are_named_as_readers_know_them() {
         assert_eq!(doc.version().to_string(), name);
     }
 }
+
+#[test]
+fn a_name_written_twice_reads_once_in_its_first_place_with_its_last_value() {
+    let doc = load(
+        r#"{"openapi":"3.0.0","paths":{
+            "/a":{"get":{"responses":{"200":{}}}},
+            "/b":{"get":{"responses":{"200":{}}}},
+            "/a":{"post":{"responses":{"201":{},"201":{"content":{"application/json":{"schema":
+                {"properties":{"x":{},"x":{"properties":{"y":{}}}}}}}}}}}}}"#,
+    );
+    assert_eq!(doc.paths(), ["/a", "/b"]);
+    let labels: Vec<String> = doc.operations().iter().map(|o| o.label()).collect();
+    assert_eq!(labels, ["POST /a", "GET /b"]);
+    assert_eq!(fields_by_status(&doc)[0], ["$.x", "$.x.y"]);
+}
+
+#[test]
+fn a_json_document_loads_alike_read_as_json_and_as_yaml() {
+    let path =
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/specs/discord-3.1.json");
+    let json = std::fs::read_to_string(&path).unwrap();
+    let as_json = OpenApiDocument::from_str(&json, "discord.json").unwrap();
+    // JSON is YAML: a comment first sends it to the YAML reader.
+    let as_yaml = OpenApiDocument::from_str(&format!("# read as YAML\n{json}"), "discord.yaml").unwrap();
+    assert_eq!(as_json.operations(), as_yaml.operations());
+    assert_eq!(as_json.paths(), as_yaml.paths());
+    assert_eq!(as_json.base_paths(), as_yaml.base_paths());
+}
