@@ -287,7 +287,7 @@ impl OpenApiDocument {
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let yaml: Value;
         let node = if text.trim_start().starts_with('{') {
-            doc::parse(text.as_bytes()).map_err(|e| {
+            doc::parse_str(text).map_err(|e| {
                 let message = if e.to_string().starts_with("recursion limit exceeded") {
                     format!(
                         "nested more than 128 levels deep (line {}, column {})",
