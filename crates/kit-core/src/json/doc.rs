@@ -674,6 +674,38 @@ mod tests {
     }
 
     #[test]
+    fn each_accessor_answers_for_its_own_kind_only() {
+        let node = parse(br#"{"o":{"k":1},"a":[1,2],"s":"text","t":true,"f":false,"n":null,"i":7}"#).unwrap();
+        let kinds = ["o", "a", "s", "t", "f", "n", "i"];
+        let of = |name: &str| node.get(name).unwrap();
+        let answers = |name: &str| {
+            let n = of(name);
+            (
+                n.as_object().map(<[_]>::len),
+                n.as_array().map(<[_]>::len),
+                n.as_str(),
+                n.as_bool(),
+                n.is_object(),
+            )
+        };
+        let expected = [
+            (Some(1), None, None, None, true),
+            (None, Some(2), None, None, false),
+            (None, None, Some("text"), None, false),
+            (None, None, None, Some(true), false),
+            (None, None, None, Some(false), false),
+            (None, None, None, None, false),
+            (None, None, None, None, false),
+        ];
+        for (name, expected) in kinds.into_iter().zip(expected) {
+            assert_eq!(answers(name), expected, "{name}");
+        }
+        assert_eq!(of("o").get("k").map(Node::to_value), Some(Value::from(1)));
+        assert_eq!(of("a").get("k"), None, "an array has no members");
+        assert_eq!(node.get("absent"), None);
+    }
+
+    #[test]
     fn a_repeated_member_reads_as_serde_json_reads_it() {
         let text = r#"{"a":1,"b":2,"a":3}"#;
         let node: Node<'_> = serde_json::from_str(text).unwrap();
