@@ -253,3 +253,45 @@ fn a_json_document_loads_alike_read_as_json_and_as_yaml() {
     assert_eq!(as_json.paths(), as_yaml.paths());
     assert_eq!(as_json.base_paths(), as_yaml.base_paths());
 }
+
+/// A document whose `/a` path item, its responses and its 200 response are each reached
+/// through `hops` references in a row (`components/x/p1` → `p2` → … → the object).
+fn referenced_everywhere(hops: usize) -> String {
+    let chain = |kind: &str, target: &str| -> String {
+        (1..=hops)
+            .map(|i| {
+                let next = if i == hops {
+                    target.to_owned()
+                } else {
+                    format!(r##"{{"$ref":"#/components/{kind}/{}"}}"##, i + 1)
+                };
+                format!(r#""{i}":{next}"#)
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let first = |kind: &str| format!(r##"{{"$ref":"#/components/{kind}/1"}}"##);
+    let response = r#"{"content":{"application/json":{"schema":{"properties":{"x":{}}}}}}"#;
+    format!(
+        r#"{{"openapi":"3.1.0","paths":{{"/a":{}}},"components":{{
+            "items":{{{}}},"all":{{{}}},"ok":{{{}}}}}}}"#,
+        first("items"),
+        chain("items", &format!(r#"{{"get":{{"responses":{}}}}}"#, first("all"))),
+        chain("all", &format!(r#"{{"200":{},"404":{{}}}}"#, first("ok"))),
+        chain("ok", response),
+    )
+}
+
+#[test]
+fn path_items_responses_and_responses_given_by_reference_are_followed_to_the_end_of_a_chain() {
+    for hops in [1, 2, 64] {
+        let doc = load(&referenced_everywhere(hops));
+        assert_eq!(doc.operations().len(), 1, "{hops}");
+        assert_eq!(fields_by_status(&doc), [vec!["$.x".to_owned()], vec![]], "{hops}");
+    }
+    // One more is taken for a cycle.
+    let error = OpenApiDocument::from_str(&referenced_everywhere(65), "documents.json")
+        .expect_err("65 references in a row")
+        .to_string();
+    assert!(error.contains("cycle"), "{error}");
+}
