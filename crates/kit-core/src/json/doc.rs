@@ -24,7 +24,7 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
 use super::number::{self, NumberToken};
-use super::swar;
+use super::{string, swar};
 
 /// One value of a document, borrowing from the text it was read from.
 #[derive(Debug, Clone, PartialEq)]
@@ -455,18 +455,10 @@ impl<'a> Reader<'a> {
                 _ => return None,
             }
             let (decoded, length) = match *self.bytes.get(escape + 1)? {
-                b'"' => ('"', 2),
-                b'\\' => ('\\', 2),
-                b'/' => ('/', 2),
-                b'b' => ('\u{8}', 2),
-                b'f' => ('\u{c}', 2),
-                b'n' => ('\n', 2),
-                b'r' => ('\r', 2),
-                b't' => ('\t', 2),
                 // A surrogate is not a char: serde_json pairs them, or refuses, by rules of its
                 // own.
-                b'u' => (char::from_u32(hex4(self.bytes.get(escape + 2..escape + 6)?)?)?, 6),
-                _ => return None,
+                b'u' => (char::from_u32(string::hex4(self.bytes, escape + 2)?)?, 6),
+                byte => (string::short_escape(byte)?, 2),
             };
             text.push(decoded);
             run = escape + length;
@@ -539,13 +531,6 @@ const POW10: [f64; 23] = [
     1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18,
     1e19, 1e20, 1e21, 1e22,
 ];
-
-/// Four hexadecimal digits, either case, as the code they spell.
-fn hex4(digits: &[u8]) -> Option<u32> {
-    digits
-        .iter()
-        .try_fold(0u32, |code, &d| Some(code * 16 + char::from(d).to_digit(16)?))
-}
 
 impl<'de> Deserialize<'de> for Node<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {

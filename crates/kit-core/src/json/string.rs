@@ -47,16 +47,8 @@ fn unescape(json: &str, start: usize, mut at: usize) -> Option<(String, usize)> 
             b'"' => return Some((String::from_utf8(out).ok()?, at + 1)),
             b'\\' => {
                 let (c, len) = match *bytes.get(at + 1)? {
-                    b'"' => ('"', 2),
-                    b'\\' => ('\\', 2),
-                    b'/' => ('/', 2),
-                    b'b' => ('\u{8}', 2),
-                    b'f' => ('\u{c}', 2),
-                    b'n' => ('\n', 2),
-                    b'r' => ('\r', 2),
-                    b't' => ('\t', 2),
                     b'u' => unicode(bytes, at + 2)?,
-                    _ => return None,
+                    byte => (short_escape(byte)?, 2),
                 };
                 out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
                 at += len;
@@ -86,7 +78,25 @@ fn unicode(bytes: &[u8], at: usize) -> Option<(char, usize)> {
     Some((char::from_u32(first)?, 6))
 }
 
-fn hex4(bytes: &[u8], at: usize) -> Option<u32> {
+/// The character a two-byte escape `\\x` stands for, given `x`: `None` for `u` (six bytes or
+/// more) and for anything JSON does not allow.
+#[inline]
+pub(crate) fn short_escape(byte: u8) -> Option<char> {
+    Some(match byte {
+        b'"' => '"',
+        b'\\' => '\\',
+        b'/' => '/',
+        b'b' => '\u{8}',
+        b'f' => '\u{c}',
+        b'n' => '\n',
+        b'r' => '\r',
+        b't' => '\t',
+        _ => return None,
+    })
+}
+
+/// The four hexadecimal digits at `at`, either case, as the code they spell.
+pub(crate) fn hex4(bytes: &[u8], at: usize) -> Option<u32> {
     bytes
         .get(at..at + 4)?
         .iter()
