@@ -7,6 +7,10 @@
 //! leftmost differing segment is the most specific: `/users/@me` beats `/users/{user_id}`,
 //! and `/a/{x}/c` beats `/a/{x}/{y}` but `/a/b/{y}` beats both.
 //!
+//! Before the walk, a path that is a key of the document (a template as the kit records it,
+//! whatever its parameters are named, or a path without parameters) is looked up whole in a
+//! hash map, and goes straight to the node the walk would have gone down to first.
+//!
 //! The rules, each one something a coverage tool has got wrong on a real document:
 //!
 //! - paths are split into segments first and each segment percent-decoded after, so `%2F`
@@ -101,6 +105,11 @@ pub struct RouteTable {
     keys: Vec<String>,
     /// Base paths stripped from requests before matching, longest first (`/api/v10`).
     prefixes: Vec<Vec<String>>,
+    /// The node each path key without percent-encoding ends at, by the key as written and
+    /// by its [`Shape`]: a template or path that is a key of the document, whatever its
+    /// parameters are named, is found with a hash or two instead of a visit of every
+    /// segment. Both map a text to the node of its shape (a shape is its own shape).
+    exact: FxHashMap<Box<[u8]>, usize>,
 }
 
 impl Default for RouteTable {
@@ -116,6 +125,7 @@ impl RouteTable {
             nodes: vec![Node::default()],
             keys: Vec::new(),
             prefixes: Vec::new(),
+            exact: FxHashMap::default(),
         }
     }
 
@@ -160,6 +170,15 @@ impl RouteTable {
                     }
                 }
             };
+        }
+        let body = path.strip_prefix("/").unwrap_or(path);
+        if !body.contains('%') {
+            self.exact.entry(body.as_bytes().into()).or_insert(node);
+            if let Some(first) = Shape::first_special(body.as_bytes(), 0)
+                && let Some(shape) = Shape::of_template(body, first)
+            {
+                self.exact.entry(shape.as_bytes().into()).or_insert(node);
+            }
         }
         let route = self.keys.len();
         self.keys.push(key.to_owned());
@@ -228,7 +247,14 @@ impl RouteTable {
 
     fn find(&self, path: &str, kind: Kind, query: Option<&str>) -> Option<usize> {
         let query = Query(query.filter(|q| !q.is_empty()));
-        let body = path.strip_prefix('/').unwrap_or(path);
+        // By byte: `strip_prefix` with a `char` encodes it first, a tenth of an exact lookup.
+        let body = path.strip_prefix("/").unwrap_or(path);
+        // Without base paths, the whole path is what the walk tries first: its shape is
+        // looked up before the path is split at all.
+        let tried = self.prefixes.is_empty();
+        if tried && let Some(found) = self.exact_match(body, kind, query) {
+            return Some(found);
+        }
         // Split once, decode once: a lookup that backtracks visits a segment again, and
         // splitting and decoding it on every visit was most of a lookup's cost.
         let mut inline = [""; INLINE_SEGMENTS];
@@ -240,8 +266,14 @@ impl RouteTable {
                 (&spilled, body.contains('%'))
             }
         };
+        let text = (!tried).then_some(body);
         if !encoded {
-            return self.find_split(Segments { raw, decoded: raw }, kind, query);
+            let segments = Segments {
+                raw,
+                decoded: raw,
+                text,
+            };
+            return self.find_split(segments, kind, query);
         }
         let owned: Vec<Cow<'_, str>> = raw.iter().map(|segment| decode(segment)).collect();
         let decoded: Vec<&str> = owned.iter().map(AsRef::as_ref).collect();
@@ -249,6 +281,7 @@ impl RouteTable {
             Segments {
                 raw,
                 decoded: &decoded,
+                text,
             },
             kind,
             query,
@@ -269,7 +302,11 @@ impl RouteTable {
 
     /// The path as given; else with its trailing slash dropped or added.
     fn find_normalised(&self, segments: Segments<'_>, kind: Kind, query: Query<'_>) -> Option<usize> {
-        if let Some(found) = self.walk(0, segments, 0, kind, query) {
+        if let Some(found) = self.first_match(&Lookup {
+            segments,
+            kind,
+            query,
+        }) {
             return Some(found);
         }
         match segments.raw {
@@ -277,51 +314,86 @@ impl RouteTable {
             ["", ""] => None,
             [.., ""] if segments.raw.len() > 1 => {
                 let last = segments.raw.len() - 1;
-                let without = Segments {
+                let segments = Segments {
                     raw: &segments.raw[..last],
                     decoded: &segments.decoded[..last],
+                    text: segments.text.and_then(|text| text.strip_suffix("/")),
                 };
-                self.walk(0, without, 0, kind, query)
+                self.first_match(&Lookup {
+                    segments,
+                    kind,
+                    query,
+                })
             }
             // Only requests that found nothing get here: the allocations are off the hot path.
             _ => {
                 let raw: Vec<&str> = segments.raw.iter().copied().chain([""]).collect();
                 let decoded: Vec<&str> = segments.decoded.iter().copied().chain([""]).collect();
-                self.walk(
-                    0,
-                    Segments {
-                        raw: &raw,
-                        decoded: &decoded,
-                    },
-                    0,
+                let segments = Segments {
+                    raw: &raw,
+                    decoded: &decoded,
+                    text: None,
+                };
+                self.first_match(&Lookup {
+                    segments,
                     kind,
                     query,
-                )
+                })
             }
         }
     }
 
-    /// Matches the segments from index `at` on (none left when `at` is past the end), from
-    /// `node`.
-    fn walk(
-        &self,
-        node: usize,
-        segments: Segments<'_>,
-        at: usize,
-        kind: Kind,
-        query: Query<'_>,
-    ) -> Option<usize> {
-        let node = &self.nodes[node];
-        let Some(&segment) = segments.raw.get(at) else {
-            return node
-                .constrained
-                .iter()
-                .find(|end| end.query.iter().all(|(k, v)| query.has(k, v)))
-                .map_or(node.end, |end| Some(end.route));
+    /// What [`RouteTable::walk`] finds first from the root, by the segments' shape when
+    /// their text is at hand.
+    fn first_match(&self, lookup: &Lookup<'_>) -> Option<usize> {
+        if let Some(text) = lookup.segments.text
+            && let Some(found) = self.exact_match(text, lookup.kind, lookup.query)
+        {
+            return Some(found);
+        }
+        self.walk(lookup, 0, 0)
+    }
+
+    /// What a walk of `body` from the root finds, when `body` has the shape of a path key:
+    /// the walk, trying literal children before patterns and templates, goes down that
+    /// key's segments first, so a route ending there is its answer. `None` when no key has
+    /// the shape, or no route ending there takes the query; the walk decides then.
+    fn exact_match(&self, body: &str, kind: Kind, query: Query<'_>) -> Option<usize> {
+        // The path as written first: no key has a `%`, so an encoded path finds nothing.
+        let node = match self.exact.get(body.as_bytes()) {
+            // Braces in a concrete path are text, never a template: not the key's shape.
+            Some(_) if kind == Kind::Concrete && body.contains('{') => return None,
+            Some(&node) => node,
+            None if kind == Kind::Concrete => return None,
+            // A template named otherwise than the key: its shape.
+            None => {
+                let first = Shape::first_special(body.as_bytes(), 0)?;
+                let shape = Shape::of_template(body, first)?;
+                *self.exact.get(shape.as_bytes())?
+            }
         };
-        let next = at + 1;
-        let descend = |child: usize| self.walk(child, segments, next, kind, query);
-        if kind == Kind::Template && segment.bytes().any(|byte| byte == b'{') {
+        self.end(&self.nodes[node], query)
+    }
+
+    /// The route a lookup ending at `node` finds: the first whose query constraints the
+    /// request meets, most constraints first, else the one without.
+    fn end(&self, node: &Node, query: Query<'_>) -> Option<usize> {
+        node.constrained
+            .iter()
+            .find(|end| end.query.iter().all(|(k, v)| query.has(k, v)))
+            .map_or(node.end, |end| Some(end.route))
+    }
+
+    /// Matches the segments from index `at` on (none left when `at` is past the end), from
+    /// `node`. What does not change along a walk comes by reference: with every part of it an
+    /// argument of its own, a visit spent as much passing them on as matching.
+    fn walk(&self, lookup: &Lookup<'_>, node: usize, at: usize) -> Option<usize> {
+        let node = &self.nodes[node];
+        let Some(&segment) = lookup.segments.raw.get(at) else {
+            return self.end(node, lookup.query);
+        };
+        let descend = |child: usize| self.walk(lookup, child, at + 1);
+        if lookup.kind == Kind::Template && segment.bytes().any(|byte| byte == b'{') {
             if is_whole_template(segment) {
                 return node.template.and_then(descend);
             }
@@ -342,7 +414,7 @@ impl RouteTable {
                 KeySegment::Literal(_) => {}
             }
         }
-        let text = segments.decoded[at];
+        let text = lookup.segments.decoded[at];
         if let Some(&child) = node.literals.get(text)
             && let Some(found) = descend(child)
         {
@@ -389,7 +461,7 @@ fn split_into<'b>(body: &'b str, out: &mut [&'b str; INLINE_SEGMENTS]) -> Option
     let mut encoded = false;
     let mut from = 0;
     loop {
-        let at = next_slash_or_percent(bytes, from);
+        let at = next_either(bytes, from, b'/', b'%');
         match bytes.get(at) {
             None => break,
             Some(b'/') => {
@@ -405,9 +477,9 @@ fn split_into<'b>(body: &'b str, out: &mut [&'b str; INLINE_SEGMENTS]) -> Option
     Some((count + 1, encoded))
 }
 
-/// The offset of the first `/` or `%` in `bytes` from `from` on, or `bytes.len()`: eight
+/// The offset of the first `a` or `b` in `bytes` from `from` on, or `bytes.len()`: eight
 /// bytes at a time, as kit-core's JSON writer looks for bytes to escape.
-fn next_slash_or_percent(bytes: &[u8], mut from: usize) -> usize {
+fn next_either(bytes: &[u8], mut from: usize, a: u8, b: u8) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
     // The high bit of each byte that is zero, exact up to the lowest one: a borrow can only
@@ -417,16 +489,24 @@ fn next_slash_or_percent(bytes: &[u8], mut from: usize) -> usize {
         let mut word = [0u8; 8];
         word.copy_from_slice(chunk);
         let word = u64::from_le_bytes(word);
-        let mask = zero_in(word ^ (ONES * u64::from(b'/'))) | zero_in(word ^ (ONES * u64::from(b'%')));
+        let mask = zero_in(word ^ (ONES * u64::from(a))) | zero_in(word ^ (ONES * u64::from(b)));
         if mask != 0 {
             return from + (mask.trailing_zeros() / 8) as usize;
         }
         from += 8;
     }
-    while from < bytes.len() && !matches!(bytes[from], b'/' | b'%') {
+    while from < bytes.len() && bytes[from] != a && bytes[from] != b {
         from += 1;
     }
     from
+}
+
+/// One lookup's request, as [`RouteTable::walk`] reads it.
+#[derive(Debug, Clone, Copy)]
+struct Lookup<'s> {
+    segments: Segments<'s>,
+    kind: Kind,
+    query: Query<'s>,
 }
 
 /// A request's path split into segments, as written and percent-decoded (the same slice
@@ -435,6 +515,9 @@ fn next_slash_or_percent(bytes: &[u8], mut from: usize) -> usize {
 struct Segments<'s> {
     raw: &'s [&'s str],
     decoded: &'s [&'s str],
+    /// The segments joined by `/`, when they are a run of the request's path whose shape
+    /// [`RouteTable::exact_match`] has not yet looked up.
+    text: Option<&'s str>,
 }
 
 impl<'s> Segments<'s> {
@@ -454,12 +537,88 @@ impl<'s> Segments<'s> {
             return Some(Segments {
                 raw: &[""],
                 decoded: &[""],
+                text: self.text.map(|_| ""),
             });
         }
+        // The rest of the text starts after the prefix's segments and their slashes.
+        let skipped: usize = self.raw[..prefix.len()]
+            .iter()
+            .map(|segment| segment.len() + 1)
+            .sum();
         Some(Segments {
             raw: &self.raw[prefix.len()..],
             decoded: &self.decoded[prefix.len()..],
+            text: self.text.and_then(|text| text.get(skipped..)),
         })
+    }
+}
+
+/// A path with each template written `{}` whatever its name, read as [`key_segment`] reads
+/// a segment: two paths with one shape go down the same children of the trie. Held on the
+/// stack; a path too long for it has no shape, and is walked.
+struct Shape {
+    bytes: [u8; Shape::CAPACITY],
+    len: usize,
+}
+
+impl Shape {
+    /// GitHub's longest path key is 95 bytes, Kubernetes' 120.
+    const CAPACITY: usize = 256;
+
+    fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+
+    /// Appends `bytes`; false when they do not fit.
+    fn push(&mut self, bytes: &[u8]) -> bool {
+        let Some(room) = self.bytes.get_mut(self.len..self.len + bytes.len()) else {
+            return false;
+        };
+        room.copy_from_slice(bytes);
+        self.len += bytes.len();
+        true
+    }
+
+    /// The first `{` or `%` in `bytes` from `from` on: where a path stops being its own
+    /// shape.
+    fn first_special(bytes: &[u8], from: usize) -> Option<usize> {
+        let at = next_either(bytes, from, b'{', b'%');
+        (at < bytes.len()).then_some(at)
+    }
+
+    /// The shape of `body` (a path after its leading slash, or a key's), whose first `{` or
+    /// `%` is at `first`; `None` when it has a `%` or does not fit. A `{` is a template up
+    /// to the first `}` after it in its segment; without one it is text, as the rest of its
+    /// segment is.
+    fn of_template(body: &str, first: usize) -> Option<Shape> {
+        let bytes = body.as_bytes();
+        let mut shape = Shape {
+            bytes: [0; Shape::CAPACITY],
+            len: 0,
+        };
+        // `copied` is where the text not yet in the shape starts.
+        let mut copied = 0;
+        let mut at = Some(first);
+        while let Some(open) = at {
+            if bytes[open] == b'%' {
+                return None;
+            }
+            let close = Some(next_either(bytes, open + 1, b'}', b'/'))
+                .filter(|&close| bytes.get(close) == Some(&b'}'));
+            let resume = match close {
+                Some(close) => {
+                    if !(shape.push(&bytes[copied..open]) && shape.push(b"{}")) {
+                        return None;
+                    }
+                    copied = close + 1;
+                    copied
+                }
+                // The rest of the segment is text.
+                None => open + 1,
+            };
+            at = Shape::first_special(bytes, resume);
+        }
+        shape.push(&bytes[copied..]).then_some(shape)
     }
 }
 
@@ -923,20 +1082,98 @@ mod tests {
 
     proptest::proptest! {
         #[test]
-        fn next_slash_or_percent_finds_what_a_byte_loop_finds(
+        fn next_either_finds_what_a_byte_loop_finds(
             bytes in proptest::collection::vec(
-                proptest::prop_oneof![proptest::num::u8::ANY, proptest::strategy::Just(b'/'), proptest::strategy::Just(b'%'), proptest::strategy::Just(b'a')],
+                proptest::prop_oneof![proptest::num::u8::ANY, proptest::strategy::Just(b'/'), proptest::strategy::Just(b'%'), proptest::strategy::Just(b'{'), proptest::strategy::Just(b'a')],
                 0..40,
             ),
             from in 0usize..40,
+            [a, b] in proptest::prop_oneof![proptest::strategy::Just([b'/', b'%']), proptest::strategy::Just([b'{', b'%']), proptest::array::uniform2(proptest::num::u8::ANY)],
         ) {
             let from = from.min(bytes.len());
             let slow = bytes[from..]
                 .iter()
-                .position(|b| matches!(b, b'/' | b'%'))
+                .position(|&byte| byte == a || byte == b)
                 .map_or(bytes.len(), |p| from + p);
-            proptest::prop_assert_eq!(next_slash_or_percent(&bytes, from), slow);
+            proptest::prop_assert_eq!(next_either(&bytes, from, a, b), slow);
         }
+    }
+
+    /// The key a path goes straight to by its shape, without a walk.
+    fn straight<'t>(t: &'t RouteTable, path: &str, kind: Kind) -> Option<&'t str> {
+        let body = path.strip_prefix('/').unwrap_or(path);
+        t.exact_match(body, kind, Query(None)).map(|route| t.key(route))
+    }
+
+    #[test]
+    fn a_path_shaped_as_a_key_goes_straight_to_its_node() {
+        let long = format!("/{}", "s".repeat(Shape::CAPACITY + 1));
+        let long_template = format!("{long}/{{id}}");
+        let t = table(&[
+            "/users/{user_id}/repos",
+            "/users/@me",
+            "/f/{name}.json",
+            "//a",
+            "/a/b",
+            "/x%2Fy",
+            "/",
+            &long,
+            &long_template,
+        ]);
+        use Kind::{Concrete, Template};
+        // Whatever the templates are named.
+        assert_eq!(
+            straight(&t, "/users/{id}/repos", Template),
+            Some("/users/{user_id}/repos")
+        );
+        assert_eq!(straight(&t, "/f/{stem}.json", Template), Some("/f/{name}.json"));
+        assert_eq!(straight(&t, "/users/@me", Concrete), Some("/users/@me"));
+        assert_eq!(straight(&t, "/", Concrete), Some("/"));
+        // Values are walked; braces in a concrete path are text.
+        assert_eq!(straight(&t, "/users/42/repos", Concrete), None);
+        assert_eq!(straight(&t, "/f/{stem}.json", Concrete), None);
+        // Every segment is in the shape, the empty ones too.
+        assert_eq!(straight(&t, "//a", Concrete), Some("//a"));
+        assert_eq!(straight(&t, "/a", Concrete), None);
+        assert_eq!(straight(&t, "/ab", Concrete), None);
+        assert_eq!(straight(&t, "/a/b", Concrete), Some("/a/b"));
+        // A path without templates is its own shape, however long.
+        assert_eq!(straight(&t, &long, Concrete), Some(long.as_str()));
+        // Encoded keys and paths, and templates too long for a shape, are walked.
+        assert_eq!(straight(&t, "/x%2Fy", Concrete), None);
+        assert_eq!(straight(&t, "/users/{id}/r%65pos", Template), None);
+        let renamed = long_template.replace("{id}", "{x}");
+        assert_eq!(straight(&t, &renamed, Template), None);
+        // The walk finds each of them all the same.
+        assert_eq!(path(&t, "/x%2Fy"), Some("/x%2Fy"));
+        assert_eq!(
+            t.find_template("/users/{id}/r%65pos", None).map(|i| t.key(i)),
+            Some("/users/{user_id}/repos")
+        );
+        assert_eq!(
+            t.find_template(&renamed, None).map(|i| t.key(i)),
+            Some(long_template.as_str())
+        );
+        assert_eq!(path(&t, "/ab"), None);
+    }
+
+    #[test]
+    fn going_straight_answers_as_the_walk() {
+        // A concrete path written as a key with braces is text: a pattern inserted before that
+        // key fits it first, as the walk finds.
+        let t = table(&["/c/{base}...{head}", "/c/{a}...b"]);
+        assert_eq!(path(&t, "/c/{a}...b"), Some("/c/{base}...{head}"));
+        assert_eq!(
+            t.find_template("/c/{x}...b", None).map(|i| t.key(i)),
+            Some("/c/{a}...b")
+        );
+        // After a base path, the rest of the path is looked up from the next segment on.
+        let mut t = table(&["/pets", "/i/pets", "/v2/pets"]);
+        t.set_prefixes(["/api", "/api/v2"]);
+        assert_eq!(path(&t, "/api/pets"), Some("/pets"));
+        assert_eq!(path(&t, "/api/v2/pets"), Some("/pets"));
+        assert_eq!(path(&t, "/api/v2/pets/"), Some("/pets"));
+        assert_eq!(path(&t, "/v2/pets"), Some("/v2/pets"));
     }
 
     #[test]
