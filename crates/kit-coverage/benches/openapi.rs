@@ -1,5 +1,6 @@
 //! The OpenAPI engine on the real documents: loading each one (parse, `$ref` check, operations,
-//! field sets, route table), and route lookups on GitHub's 565 path keys.
+//! field sets, route table), and route lookups on GitHub's 565 path keys: concrete paths,
+//! the document's own templates, and the same templates with their parameters renamed.
 //!
 //! `cargo bench -p kit-coverage --bench openapi`
 //!
@@ -41,8 +42,8 @@ fn load(c: &mut Criterion) {
     group.finish();
 }
 
-/// One concrete request per operation of the document: each `{name}` filled with a value.
-fn requests(doc: &OpenApiDocument) -> Vec<(String, String)> {
+/// One request per operation of the document, each `{name}` of its path replaced by `with`.
+fn requests(doc: &OpenApiDocument, with: &str) -> Vec<(String, String)> {
     doc.operations()
         .iter()
         .map(|o| {
@@ -50,7 +51,7 @@ fn requests(doc: &OpenApiDocument) -> Vec<(String, String)> {
             let mut rest = o.path.as_str();
             while let Some(open) = rest.find('{') {
                 path.push_str(&rest[..open]);
-                path.push_str("v42");
+                path.push_str(with);
                 rest = rest[open..]
                     .find('}')
                     .map_or("", |close| &rest[open + close + 1..]);
@@ -64,7 +65,7 @@ fn requests(doc: &OpenApiDocument) -> Vec<(String, String)> {
 fn lookups(c: &mut Criterion) {
     let (source, text) = spec("github-api.github.com-octokit-2022-07.json");
     let doc = OpenApiDocument::from_str(&text, &source).unwrap_or_else(|e| panic!("{e}"));
-    let concrete = requests(&doc);
+    let concrete = requests(&doc, "v42");
     // Every request finds an operation (a literal sibling may win over its own, which is right).
     for (method, path) in &concrete {
         assert!(
@@ -89,6 +90,25 @@ fn lookups(c: &mut Criterion) {
     group.bench_function("route templates", |b| {
         b.iter(|| {
             for (method, template) in &templates {
+                black_box(doc.find(method, Some(black_box(template)), None));
+            }
+        });
+    });
+    // The same templates with their parameters named otherwise than the document names
+    // them (`/repos/{p}/{p}`), as a test's own templates may be.
+    let renamed = requests(&doc, "{p}");
+    for ((method, template), (_, own)) in renamed.iter().zip(&templates) {
+        assert_eq!(
+            doc.find(method, Some(template), None)
+                .map(|i| &doc.operations()[i].path),
+            doc.find(method, Some(own), None)
+                .map(|i| &doc.operations()[i].path),
+            "{method} {template}"
+        );
+    }
+    group.bench_function("renamed templates", |b| {
+        b.iter(|| {
+            for (method, template) in &renamed {
                 black_box(doc.find(method, Some(black_box(template)), None));
             }
         });
