@@ -435,3 +435,56 @@ fn methods_the_path_does_not_declare_find_no_operation() {
     assert_eq!(path(&discord, "DELETE", "/api/v10/users/@me"), None);
     assert_eq!(path(&discord, "GET", "/api/v10/nowhere"), None);
 }
+
+/// A path key with each `{name}` written `{}`.
+fn shape(path: &str) -> String {
+    let mut shape = String::new();
+    let mut rest = path;
+    while let Some(open) = rest.find('{') {
+        let Some(close) = rest[open..].find('}') else {
+            break;
+        };
+        shape.push_str(&rest[..open]);
+        shape.push_str("{}");
+        rest = &rest[open + close + 1..];
+    }
+    shape.push_str(rest);
+    shape
+}
+
+#[test]
+fn every_operation_is_found_by_its_template_however_its_parameters_are_named() {
+    for name in [
+        "petstore-expanded-swagger2.0.json",
+        "petstore-v3.0.yaml",
+        "discord-3.1.json",
+        "openai-3.1.yaml",
+        "stripe-spec3-2023-09.yaml",
+        "github-api.github.com-octokit-2022-07.json",
+        "kubernetes-swagger2.0-2018-10.json",
+    ] {
+        let doc = doc(name);
+        let mut checked = 0;
+        for op in doc.operations().iter().filter(|op| !op.path.contains('?')) {
+            let found = |template: &str| {
+                doc.find(&op.method, Some(template), None)
+                    .map(|i| &doc.operations()[i])
+            };
+            // Its own key, or the first declared with the same shape.
+            let own = found(&op.path).unwrap_or_else(|| panic!("{name}: {} {}", op.method, op.path));
+            assert_eq!(own.method, op.method, "{name}: {}", op.path);
+            assert_eq!(
+                shape(&own.path),
+                shape(&op.path),
+                "{name}: {} {}",
+                op.method,
+                op.path
+            );
+            let renamed = shape(&op.path).replace("{}", "{renamed}");
+            let by_renamed = found(&renamed).map(|o| (&o.method, &o.path));
+            assert_eq!(by_renamed, Some((&own.method, &own.path)), "{name}: {renamed}");
+            checked += 1;
+        }
+        assert!(checked > 0, "{name}");
+    }
+}
