@@ -7,9 +7,9 @@
 //! leftmost differing segment is the most specific: `/users/@me` beats `/users/{user_id}`,
 //! and `/a/{x}/c` beats `/a/{x}/{y}` but `/a/b/{y}` beats both.
 //!
-//! Before the walk, a path that is a key of the document (a template as the kit records it,
-//! whatever its parameters are named, or a path without parameters) is looked up whole in a
-//! hash map, and goes straight to the node the walk would have gone down to first.
+//! Before the walk, a template that is a key of the document (as the kit records it, whatever
+//! its parameters are named) is looked up whole in a hash map, and goes straight to the node
+//! the walk would have gone down to first.
 //!
 //! The rules, each one something a coverage tool has got wrong on a real document:
 //!
@@ -249,10 +249,14 @@ impl RouteTable {
         let query = Query(query.filter(|q| !q.is_empty()));
         // By byte: `strip_prefix` with a `char` encodes it first, a tenth of an exact lookup.
         let body = path.strip_prefix("/").unwrap_or(path);
-        // Without base paths, the whole path is what the walk tries first: its shape is
-        // looked up before the path is split at all.
-        let tried = self.prefixes.is_empty();
-        if tried && let Some(found) = self.exact_match(body, kind, query) {
+        // Only templates go straight: the kit looks a request up by its template first,
+        // and by its concrete path only when the template found nothing, so that path is
+        // seldom a key (and braces in it would be text, not templates). Without base
+        // paths, the whole template is what the walk tries first: it is looked up before it
+        // is split at all.
+        let shaped = kind == Kind::Template;
+        let tried = shaped && self.prefixes.is_empty();
+        if tried && let Some(found) = self.exact_match(body, query) {
             return Some(found);
         }
         // Split once, decode once: a lookup that backtracks visits a segment again, and
@@ -266,7 +270,7 @@ impl RouteTable {
                 (&spilled, body.contains('%'))
             }
         };
-        let text = (!tried).then_some(body);
+        let text = (shaped && !tried).then_some(body);
         if !encoded {
             let segments = Segments {
                 raw,
@@ -347,24 +351,21 @@ impl RouteTable {
     /// their text is at hand.
     fn first_match(&self, lookup: &Lookup<'_>) -> Option<usize> {
         if let Some(text) = lookup.segments.text
-            && let Some(found) = self.exact_match(text, lookup.kind, lookup.query)
+            && let Some(found) = self.exact_match(text, lookup.query)
         {
             return Some(found);
         }
         self.walk(lookup, 0, 0)
     }
 
-    /// What a walk of `body` from the root finds, when `body` has the shape of a path key:
+    /// What a walk of template `body` from the root finds, when it has the shape of a key:
     /// the walk, trying literal children before patterns and templates, goes down that
     /// key's segments first, so a route ending there is its answer. `None` when no key has
     /// the shape, or no route ending there takes the query; the walk decides then.
-    fn exact_match(&self, body: &str, kind: Kind, query: Query<'_>) -> Option<usize> {
-        // The path as written first: no key has a `%`, so an encoded path finds nothing.
+    fn exact_match(&self, body: &str, query: Query<'_>) -> Option<usize> {
+        // The template as written first: no key has a `%`, so an encoded one finds nothing.
         let node = match self.exact.get(body.as_bytes()) {
-            // Braces in a concrete path are text, never a template: not the key's shape.
-            Some(_) if kind == Kind::Concrete && body.contains('{') => return None,
             Some(&node) => node,
-            None if kind == Kind::Concrete => return None,
             // A template named otherwise than the key: its shape.
             None => {
                 let first = Shape::first_special(body.as_bytes(), 0)?;
@@ -515,7 +516,7 @@ struct Lookup<'s> {
 struct Segments<'s> {
     raw: &'s [&'s str],
     decoded: &'s [&'s str],
-    /// The segments joined by `/`, when they are a run of the request's path whose shape
+    /// The segments joined by `/`, when they are a run of a template whose shape
     /// [`RouteTable::exact_match`] has not yet looked up.
     text: Option<&'s str>,
 }
@@ -1100,9 +1101,9 @@ mod tests {
     }
 
     /// The key a path goes straight to by its shape, without a walk.
-    fn straight<'t>(t: &'t RouteTable, path: &str, kind: Kind) -> Option<&'t str> {
-        let body = path.strip_prefix('/').unwrap_or(path);
-        t.exact_match(body, kind, Query(None)).map(|route| t.key(route))
+    fn straight<'t>(t: &'t RouteTable, template: &str) -> Option<&'t str> {
+        let body = template.strip_prefix('/').unwrap_or(template);
+        t.exact_match(body, Query(None)).map(|route| t.key(route))
     }
 
     #[test]
@@ -1120,30 +1121,25 @@ mod tests {
             &long,
             &long_template,
         ]);
-        use Kind::{Concrete, Template};
         // Whatever the templates are named.
-        assert_eq!(
-            straight(&t, "/users/{id}/repos", Template),
-            Some("/users/{user_id}/repos")
-        );
-        assert_eq!(straight(&t, "/f/{stem}.json", Template), Some("/f/{name}.json"));
-        assert_eq!(straight(&t, "/users/@me", Concrete), Some("/users/@me"));
-        assert_eq!(straight(&t, "/", Concrete), Some("/"));
-        // Values are walked; braces in a concrete path are text.
-        assert_eq!(straight(&t, "/users/42/repos", Concrete), None);
-        assert_eq!(straight(&t, "/f/{stem}.json", Concrete), None);
+        assert_eq!(straight(&t, "/users/{id}/repos"), Some("/users/{user_id}/repos"));
+        assert_eq!(straight(&t, "/f/{stem}.json"), Some("/f/{name}.json"));
+        assert_eq!(straight(&t, "/users/@me"), Some("/users/@me"));
+        assert_eq!(straight(&t, "/"), Some("/"));
+        // Values are walked.
+        assert_eq!(straight(&t, "/users/42/repos"), None);
         // Every segment is in the shape, the empty ones too.
-        assert_eq!(straight(&t, "//a", Concrete), Some("//a"));
-        assert_eq!(straight(&t, "/a", Concrete), None);
-        assert_eq!(straight(&t, "/ab", Concrete), None);
-        assert_eq!(straight(&t, "/a/b", Concrete), Some("/a/b"));
-        // A path without templates is its own shape, however long.
-        assert_eq!(straight(&t, &long, Concrete), Some(long.as_str()));
-        // Encoded keys and paths, and templates too long for a shape, are walked.
-        assert_eq!(straight(&t, "/x%2Fy", Concrete), None);
-        assert_eq!(straight(&t, "/users/{id}/r%65pos", Template), None);
+        assert_eq!(straight(&t, "//a"), Some("//a"));
+        assert_eq!(straight(&t, "/a"), None);
+        assert_eq!(straight(&t, "/ab"), None);
+        assert_eq!(straight(&t, "/a/b"), Some("/a/b"));
+        // A template without parameters is its own shape, however long.
+        assert_eq!(straight(&t, &long), Some(long.as_str()));
+        // Encoded keys and templates, and templates too long for a shape, are walked.
+        assert_eq!(straight(&t, "/x%2Fy"), None);
+        assert_eq!(straight(&t, "/users/{id}/r%65pos"), None);
         let renamed = long_template.replace("{id}", "{x}");
-        assert_eq!(straight(&t, &renamed, Template), None);
+        assert_eq!(straight(&t, &renamed), None);
         // The walk finds each of them all the same.
         assert_eq!(path(&t, "/x%2Fy"), Some("/x%2Fy"));
         assert_eq!(
