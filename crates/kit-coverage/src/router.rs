@@ -604,18 +604,19 @@ impl Shape {
             if bytes[open] == b'%' {
                 return None;
             }
-            let close = Some(next_either(bytes, open + 1, b'}', b'/'))
-                .filter(|&close| bytes.get(close) == Some(&b'}'));
-            let resume = match close {
-                Some(close) => {
+            let stop = next_either(bytes, open + 1, b'}', b'/');
+            let resume = match bytes.get(stop) {
+                Some(b'}') => {
                     if !(shape.push(&bytes[copied..open]) && shape.push(b"{}")) {
                         return None;
                     }
-                    copied = close + 1;
+                    copied = stop + 1;
                     copied
                 }
-                // The rest of the segment is text.
-                None => open + 1,
+                // No `}` in the rest of the segment: it is all text, and no later `{` in it
+                // can close either. Searching again from the next `{` made a segment of them
+                // quadratic.
+                _ => stop,
             };
             at = Shape::first_special(bytes, resume);
         }
@@ -1151,6 +1152,21 @@ mod tests {
             Some(long_template.as_str())
         );
         assert_eq!(path(&t, "/ab"), None);
+    }
+
+    #[test]
+    fn a_template_of_unclosed_braces_is_read_in_one_pass() {
+        // Each `{` without a `}` after it in its segment once sent the shape's search for `}`
+        // to the end of the segment again: a megabyte of them took hours.
+        let t = table(&["/a/{x}", "/{p}.json"]);
+        let braces = "{".repeat(1 << 20);
+        assert_eq!(t.find_template(&format!("/{braces}"), None), None);
+        assert_eq!(
+            t.find_template(&format!("/a/{braces}"), None).map(|i| t.key(i)),
+            Some("/a/{x}")
+        );
+        let mixed = "{a{b/".repeat(1 << 16);
+        assert_eq!(t.find_template(&format!("/a/{mixed}"), None), None);
     }
 
     #[test]
