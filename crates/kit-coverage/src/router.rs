@@ -198,10 +198,12 @@ impl RouteTable {
         if query.is_empty() {
             ending.end.get_or_insert(route);
         } else {
-            ending.constrained.push(End { query, route });
-            ending
+            // Most constraints first, in the order added among equals. Put in its place: a
+            // sort after every push made a hundred thousand keys on one path take 4.8 s.
+            let at = ending
                 .constrained
-                .sort_by_key(|end| std::cmp::Reverse(end.query.len()));
+                .partition_point(|end| end.query.len() >= query.len());
+            ending.constrained.insert(at, End { query, route });
         }
         route
     }
@@ -1278,6 +1280,19 @@ mod tests {
         assert_eq!(t.insert("/a7/{id}"), 7, "a key added again keeps its first index");
         assert_eq!(t.len(), 50_000);
         assert_eq!(path(&t, "/a49999/x"), Some("/a49999/{id}"));
+        // Keys on one path that differ in their query constraints only.
+        let mut t = RouteTable::new();
+        for i in 0..50_000 {
+            t.insert(&format!("/x?a={i}"));
+        }
+        t.insert("/x?a=1&b=2");
+        assert_eq!(path(&t, "/x?a=49999"), Some("/x?a=49999"));
+        assert_eq!(
+            path(&t, "/x?b=2&a=1"),
+            Some("/x?a=1&b=2"),
+            "most constraints first"
+        );
+        assert_eq!(path(&t, "/x?a=1"), Some("/x?a=1"));
     }
 
     #[test]
