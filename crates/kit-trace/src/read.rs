@@ -1,6 +1,6 @@
 //! The archive reader. All use of the `zip` crate lives in this module.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs::{File, TryLockError};
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -451,19 +451,17 @@ impl ArchiveReader {
             ));
         }
         let mut manifests = Vec::new();
-        let mut order: Vec<RunId> = Vec::new();
+        // A set, not a `Vec` searched for each entry: an archive of many runs made that
+        // quadratic in its entries.
+        let mut order: BTreeSet<RunId> = BTreeSet::new();
         for (i, name) in names.iter().enumerate() {
             match EntryPath::parse(name) {
                 EntryPath::Manifest(run) => {
-                    if !order.contains(&run) {
-                        order.push(run.clone());
-                    }
+                    order.insert(run.clone());
                     manifests.push((run, i));
                 }
                 EntryPath::Segment(run, test, segment) => {
-                    if !order.contains(&run) {
-                        order.push(run.clone());
-                    }
+                    order.insert(run.clone());
                     self.segments
                         .entry(run)
                         .or_default()
@@ -495,7 +493,6 @@ impl ArchiveReader {
             }
             manifest_of.insert(run, manifest);
         }
-        order.sort();
         self.runs = order
             .into_iter()
             .map(|run_id| {

@@ -1374,3 +1374,28 @@ fn stepping_over_tests_yields_every_nth_whatever_lies_between() {
     let read: Vec<TestId> = reader.tests().step_by(2).map(|t| t.unwrap().test_id).collect();
     assert_eq!(read, [ids[0], ids[2]]);
 }
+
+#[test]
+fn an_archive_of_many_runs_opens_without_comparing_each_run_with_every_other() {
+    // Each entry's run was looked for among the runs already seen, in a list: an archive's
+    // open was quadratic in its runs.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("many-runs.kittrace");
+    let test = TestId::generate();
+    let names: Vec<String> = (0..50_000)
+        .rev()
+        .map(|i| format::segment_path(&RunId::new(format!("r{i:05}")).unwrap(), test, 0))
+        .collect();
+    let mut entries: Vec<(&str, &[u8])> = vec![(format::MIME_TYPE_ENTRY, format::MIME_TYPE.as_bytes())];
+    entries.extend(names.iter().map(|name| (name.as_str(), &b""[..])));
+    write_zip(&path, &entries);
+    let reader = ArchiveReader::open(&path).unwrap();
+    let runs = reader.runs();
+    assert_eq!(runs.len(), 50_000);
+    assert_eq!(runs[0].run_id.to_string(), "r00000", "runs come sorted");
+    assert_eq!(runs[49_999].run_id.to_string(), "r49999");
+    assert!(
+        runs.iter()
+            .all(|run| run.tests == [test] && run.manifest.is_none())
+    );
+}
