@@ -178,9 +178,7 @@ impl RouteTable {
         let body = path.strip_prefix("/").unwrap_or(path);
         if !body.contains('%') {
             self.exact.entry(body.as_bytes().into()).or_insert(node);
-            if let Some(first) = Shape::first_special(body.as_bytes(), 0)
-                && let Some(shape) = Shape::of_template(body, first)
-            {
+            if let Some(shape) = Shape::of_template(body) {
                 self.exact.entry(shape.as_bytes().into()).or_insert(node);
             }
         }
@@ -374,11 +372,7 @@ impl RouteTable {
         let node = match self.exact.get(body.as_bytes()) {
             Some(&node) => node,
             // A template named otherwise than the key: its shape.
-            None => {
-                let first = Shape::first_special(body.as_bytes(), 0)?;
-                let shape = Shape::of_template(body, first)?;
-                *self.exact.get(shape.as_bytes())?
-            }
+            None => *self.exact.get(Shape::of_template(body)?.as_bytes())?,
         };
         self.end(&self.nodes[node], query)
     }
@@ -594,12 +588,13 @@ impl Shape {
         (at < bytes.len()).then_some(at)
     }
 
-    /// The shape of `body` (a path after its leading slash, or a key's), whose first `{` or
-    /// `%` is at `first`; `None` when it has a `%` or does not fit. A `{` is a template up
-    /// to the first `}` after it in its segment; without one it is text, as the rest of its
-    /// segment is.
-    fn of_template(body: &str, first: usize) -> Option<Shape> {
+    /// The shape of `body` (a path after its leading slash, or a key's) when it differs from
+    /// `body`; `None` when `body` has no `{` (it is its own shape), has a `%`, or does not
+    /// fit. A `{` is a template up to the first `}` after it in its segment; without one it
+    /// is text, as the rest of its segment is.
+    fn of_template(body: &str) -> Option<Shape> {
         let bytes = body.as_bytes();
+        let first = Shape::first_special(bytes, 0)?;
         let mut shape = Shape {
             bytes: [0; Shape::CAPACITY],
             len: 0,
@@ -680,11 +675,11 @@ fn key_segment(raw: &str) -> KeySegment {
 }
 
 /// Whether `text` fits `parts` (as [`key_segment`] makes them: never two literals side by
-/// side), each template taking at least one character. In one pass,
-/// as a glob is matched: a literal after a template is matched where it first occurs, which
-/// leaves the most text to what follows, and the last literal is matched at the end. Trying
-/// every split point of each template, as it once did, made a long segment against a pattern
-/// of several templates quadratic and worse.
+/// side), each template taking at least one character. In one pass, as a glob is matched: a
+/// literal after a template is matched where it first occurs, which leaves the most text to
+/// what follows, and the last literal is matched at the end. Trying every split point of each
+/// template, as it once did, made a long segment against a pattern of several templates
+/// quadratic and worse.
 fn pattern_matches(parts: &[Part], text: &str) -> bool {
     let mut pos = 0;
     let mut rest = parts;
@@ -701,12 +696,10 @@ fn pattern_matches(parts: &[Part], text: &str) -> bool {
             }
         }
         rest = &rest[templates..];
-        let Some((part, after)) = rest.split_first() else {
+        // Templates were all taken above: what follows is a literal, or nothing.
+        let Some((Part::Literal(literal), after)) = rest.split_first() else {
             // The last template takes what is left; without one, nothing may be left.
             return templates > 0 || pos == text.len();
-        };
-        let Part::Literal(literal) = part else {
-            unreachable!("templates were taken above");
         };
         pos = match (templates, after.is_empty()) {
             // Right after the start or another literal: here, or nowhere.
@@ -856,6 +849,37 @@ mod tests {
                 rest = next;
             }
             Some(rest)
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(5_000))]
+
+        /// A shape is read by the rule `key_segment` reads a segment by, written again for
+        /// speed: the two agree on every path of braces, slashes and text.
+        #[test]
+        fn a_shape_reads_braces_as_key_segment_does(
+            body in proptest::string::string_regex("[a{}/.é]{0,24}").expect("a regex"),
+        ) {
+            // `body` is a path after its leading slash.
+            let by_segments: Vec<String> = body
+                .split('/')
+                .map(|segment| match key_segment(segment) {
+                    KeySegment::Literal(text) => text,
+                    KeySegment::Template => "{}".to_owned(),
+                    KeySegment::Pattern(parts) => parts
+                        .iter()
+                        .map(|part| match part {
+                            Part::Literal(text) => text.as_str(),
+                            Part::Template => "{}",
+                        })
+                        .collect(),
+                })
+                .collect();
+            let expected = by_segments.join("/");
+            let shape = Shape::of_template(&body);
+            let shaped = shape.as_ref().map_or(body.as_bytes(), Shape::as_bytes);
+            proptest::prop_assert_eq!(shaped, expected.as_bytes(), "{:?}", body);
         }
     }
 
