@@ -1,6 +1,8 @@
 //! The HTTP exchanges of a test, gathered from its events: what HAR and curl export.
 
-use kit_core::{Attributes, Event, EventKind, OperationStatus, Timestamp, semconv};
+use std::collections::HashMap;
+
+use kit_core::{Attributes, Event, EventId, EventKind, OperationStatus, Timestamp, semconv};
 
 /// One request and its response, as the trace recorded them (sanitized).
 #[derive(Debug, Clone, Default)]
@@ -52,13 +54,15 @@ impl Exchange {
 /// Every exchange among `events`, in the order the requests started.
 pub(crate) fn exchanges(events: &[Event]) -> Vec<Exchange> {
     let mut found: Vec<Exchange> = Vec::new();
-    let index = |found: &[Exchange], id: Option<kit_core::EventId>| {
-        let id = id?.to_string();
-        found.iter().rposition(|e| e.id == id)
-    };
+    // Each request's place in `found`, by its operation's id (the latest request under an id
+    // repeated). Every operation's end looks itself up here, assertions' ends included: a scan
+    // of `found` for those made a test of many requests quadratic (20 000 took 15 s).
+    let mut by_id: HashMap<EventId, usize> = HashMap::new();
+    let index = |by_id: &HashMap<EventId, usize>, id: Option<EventId>| by_id.get(&id?).copied();
     for event in events {
         match &event.kind {
             EventKind::OperationStarted(op) if op.name == semconv::OP_HTTP_REQUEST => {
+                by_id.insert(event.id, found.len());
                 let a = &op.attributes;
                 let text = |key: &str| a.get_str(key).unwrap_or_default().to_owned();
                 found.push(Exchange {
@@ -74,7 +78,7 @@ pub(crate) fn exchanges(events: &[Event]) -> Vec<Exchange> {
                 });
             }
             EventKind::Observation(o) if o.name == semconv::OBS_HTTP_RESPONSE => {
-                if let Some(i) = index(&found, event.parent_id) {
+                if let Some(i) = index(&by_id, event.parent_id) {
                     let a = &o.attributes;
                     let e = &mut found[i];
                     e.status =
@@ -88,7 +92,7 @@ pub(crate) fn exchanges(events: &[Event]) -> Vec<Exchange> {
                 }
             }
             EventKind::Observation(o) if o.name == semconv::OBS_HTTP_FAILURE => {
-                if let Some(i) = index(&found, event.parent_id) {
+                if let Some(i) = index(&by_id, event.parent_id) {
                     found[i].failure = o
                         .attributes
                         .get_str(semconv::KIT_FAILURE_MESSAGE)
@@ -96,11 +100,7 @@ pub(crate) fn exchanges(events: &[Event]) -> Vec<Exchange> {
                 }
             }
             EventKind::OperationEnded(ended) => {
-                if let Some(e) = found
-                    .iter_mut()
-                    .rev()
-                    .find(|e| e.id == ended.operation.to_string())
-                {
+                if let Some(e) = index(&by_id, Some(ended.operation)).and_then(|i| found.get_mut(i)) {
                     e.ended = Some(event.timestamp.as_unix_nanos());
                     if let OperationStatus::Error { message } = &ended.status {
                         e.failure.get_or_insert_with(|| message.clone());

@@ -889,3 +889,90 @@ fn on_a_terminal_outcomes_are_coloured_tables_fit_and_a_bar_shows_the_archive() 
     let no_colour = on_a_terminal(&args, 60, &[("NO_COLOR", "1")]);
     assert!(!no_colour.contains("\x1b[32mPassed"), "{no_colour:?}");
 }
+
+/// A test of many requests exports in time linear in its events: each end, response and
+/// assertion finds its request by id, where a scan of the requests before made 20 000 of them
+/// take 15 s (HAR) and 6.4 s (OTLP) in a release build. What each lands on is checked too.
+#[test]
+fn a_test_of_many_requests_exports_each_exchange_and_assertion_to_its_request() {
+    const REQUESTS: usize = 20_000;
+    let dir = tempfile::tempdir().unwrap();
+    let (run, path) = recording(dir.path(), "long");
+    let ctx = run.begin_test(TestStarted::new("suite::many_requests"));
+    for i in 0..REQUESTS {
+        let op = ctx.start_operation(
+            None,
+            OperationStarted::new(semconv::OP_HTTP_REQUEST, "REST · GET /items/{id}").with_attributes(
+                Attributes::new()
+                    .with(semconv::HTTP_REQUEST_METHOD, "GET")
+                    .with(semconv::HTTP_ROUTE, "/items/{id}")
+                    .with(semconv::URL_FULL, format!("http://127.0.0.1:8080/items/{i}")),
+            ),
+        );
+        op.observe(Observation::new(
+            semconv::OBS_HTTP_RESPONSE,
+            Attributes::new().with(semconv::HTTP_RESPONSE_STATUS_CODE, 200 + (i % 2) as i64),
+        ));
+        let assertion = ctx.start_operation(
+            Some(op.id()),
+            OperationStarted::new("assert.http.status", format!("status of {i}")),
+        );
+        assertion.end(OperationStatus::Ok, Attributes::new());
+        let status = if i % 3 == 0 {
+            OperationStatus::Error {
+                message: format!("failed {i}"),
+            }
+        } else {
+            OperationStatus::Ok
+        };
+        op.end(status, Attributes::new());
+    }
+    ctx.finish(TestOutcome::Passed).unwrap();
+    run.bus().shutdown().unwrap();
+    let export = |flag: &str| -> serde_json::Value {
+        let out = dir.path().join(format!("out{flag}"));
+        let output = kit_cli(&[
+            "export".as_ref(),
+            path.as_os_str(),
+            flag.as_ref(),
+            out.as_os_str(),
+        ]);
+        assert!(output.status.success(), "{flag}: {}", stderr(&output));
+        serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap()
+    };
+
+    let har = export("--har");
+    let entries = har["log"]["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), REQUESTS);
+    for (i, entry) in entries.iter().enumerate() {
+        assert_eq!(
+            entry["request"]["url"],
+            format!("http://127.0.0.1:8080/items/{i}")
+        );
+        assert_eq!(entry["response"]["status"], 200 + (i % 2), "{entry}");
+        // The request's own end, found among the assertions' ends.
+        let failed = entry["comment"]
+            .as_str()
+            .is_some_and(|c| c.ends_with(&format!(": failed {i}")));
+        assert_eq!(failed, i % 3 == 0, "{entry}");
+    }
+
+    let otlp = export("--otlp");
+    let spans = otlp["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        .as_array()
+        .unwrap();
+    assert_eq!(spans.len(), REQUESTS + 1, "the test's span and one per request");
+    for (i, span) in spans[1..].iter().enumerate() {
+        assert_eq!(span["parentSpanId"], spans[0]["spanId"]);
+        assert_eq!(
+            attribute_of(span, semconv::HTTP_RESPONSE_STATUS_CODE),
+            [serde_json::json!({ "intValue": (200 + i % 2).to_string() })],
+            "{span}"
+        );
+        let events = span["events"].as_array().unwrap();
+        assert_eq!(events.len(), 1, "{span}");
+        assert_eq!(events[0]["name"], format!("status of {i}"));
+        let code = if i % 3 == 0 { 2 } else { 1 };
+        assert_eq!(span["status"]["code"], code, "{span}");
+    }
+}
