@@ -7,7 +7,9 @@
 //! Then, each in a fresh child process so its peak RSS is its own:
 //!
 //! - `report --openapi github.json --format json` (what the target is about), and
-//! - reading every entry of the archive decompressed, doing nothing with it (the floor).
+//! - reading every entry of the archive decompressed, doing nothing with it (the floor);
+//! - `export --har` and `export --otlp`, written to a file and removed (no target: exports are
+//!   as large as the archive's events, and their memory should not be).
 //!
 //! Prints the median wall time of five runs and the peak RSS (`VmHWM`) of each.
 //! Targets: report ≤ 1.0 s, ≤ 150 MiB.
@@ -33,6 +35,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const TESTS: usize = 10_000;
 const REQUESTS_PER_TEST: usize = 10;
 const RUNS: usize = 5;
+const MODES: [&str; 4] = ["decompress", "report", "har", "otlp"];
 
 fn github() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -45,9 +48,9 @@ fn archive_dir() -> PathBuf {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    // Children: `report <archive>` or `decompress <archive>`; print "seconds peak_kib".
+    // Children: `<mode> <archive>`, one of `MODES`; print "seconds peak_kib".
     if let [_, mode, archive, ..] = args.as_slice()
-        && (mode == "report" || mode == "decompress")
+        && MODES.contains(&mode.as_str())
     {
         child(mode, Path::new(archive));
         return;
@@ -69,7 +72,7 @@ fn main() {
         TESTS * REQUESTS_PER_TEST,
         size as f64 / 1048576.0
     );
-    for mode in ["decompress", "report"] {
+    for mode in MODES {
         let mut times = Vec::new();
         let mut peaks = Vec::new();
         for _ in 0..RUNS {
@@ -121,6 +124,18 @@ fn child(mode: &str, archive: &Path) {
             ]);
             let _ = std::fs::remove_file(&out);
             assert_eq!(code, 0, "kit-cli report failed");
+        }
+        "har" | "otlp" => {
+            let out = std::env::temp_dir().join(format!("kit-bench-{mode}-{}.json", std::process::id()));
+            let code = kit_cli::run([
+                "kit-cli".to_owned(),
+                "export".into(),
+                archive.display().to_string(),
+                format!("--{mode}"),
+                out.display().to_string(),
+            ]);
+            let _ = std::fs::remove_file(&out);
+            assert_eq!(code, 0, "kit-cli export --{mode} failed");
         }
         _ => {
             let mut reader = ArchiveReader::open(archive).expect("archive");

@@ -1,65 +1,174 @@
 //! `kit-cli export`: HAR 1.2 and OTLP/JSON, read one test at a time.
 
 use std::collections::{HashMap, VecDeque};
-use std::path::Path;
+use std::fs::File;
+use std::io::{BufWriter, Write as _};
+use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
 use kit_core::{AttributeValue, Attributes, EventKind, OperationStatus, TestOutcome, semconv};
 use kit_trace::{ArchiveReader, TestRecord};
 
+use crate::Exit;
 use crate::exchanges::{Body, Exchange, exchanges, rfc3339, timestamp};
-use crate::{Exit, write_output};
+use crate::pretty::PrettyWriter;
 
 pub(crate) fn export(archive: &Path, har: Option<&Path>, otlp: Option<&Path>) -> Result<(), Exit> {
     let archive = crate::inputs::archive(archive).map_err(Exit::input)?;
     let open = || ArchiveReader::open(archive).map_err(Exit::input);
     if let Some(path) = har {
-        let document = har_document(&mut open()?).map_err(Exit::input)?;
-        write_json(path, &document)?;
+        let mut reader = open()?;
+        write_streamed(path, |w| har_document(&mut reader, w))?;
     }
     if let Some(path) = otlp {
-        let document = otlp_document(&mut open()?).map_err(Exit::input)?;
-        write_json(path, &document)?;
+        let mut reader = open()?;
+        write_streamed(path, |w| otlp_document(&mut reader, w))?;
     }
     Ok(())
 }
 
-fn write_json(path: &Path, value: &Value) -> Result<(), Exit> {
-    let mut text =
-        serde_json::to_vec_pretty(value).map_err(|e| Exit::input(format!("cannot write JSON: {e}")))?;
-    text.push(b'\n');
-    write_output(Some(path), &text)
+/// Why an export stopped: the archive could not be read, or the output not written.
+enum Failed {
+    Read(kit_trace::TraceError),
+    Write(std::io::Error),
+}
+
+impl From<kit_trace::TraceError> for Failed {
+    fn from(e: kit_trace::TraceError) -> Self {
+        Failed::Read(e)
+    }
+}
+
+impl From<std::io::Error> for Failed {
+    fn from(e: std::io::Error) -> Self {
+        Failed::Write(e)
+    }
+}
+
+type Out<'a> = PrettyWriter<BufWriter<&'a File>>;
+
+/// Where an export is written: beside its output, or into it when it is no regular file.
+enum Target {
+    Partial(Partial),
+    Direct(File),
+}
+
+/// A file written beside an export's output and renamed over it once whole; removed if it
+/// never is. Made as `File::create` makes a file (the umask's permissions), not 0600.
+struct Partial {
+    path: PathBuf,
+    file: File,
+    kept: bool,
+}
+
+impl Partial {
+    fn beside(output: &Path) -> std::io::Result<Partial> {
+        let dir = match output.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        let name = output.file_name().unwrap_or(output.as_os_str()).to_string_lossy();
+        let path = dir.join(format!(".{name}.{}.partial", std::process::id()));
+        let file = File::options().write(true).create_new(true).open(&path)?;
+        Ok(Partial {
+            path,
+            file,
+            kept: false,
+        })
+    }
+
+    fn rename_to(mut self, output: &Path) -> std::io::Result<()> {
+        std::fs::rename(&self.path, output)?;
+        self.kept = true;
+        Ok(())
+    }
+}
+
+impl Drop for Partial {
+    fn drop(&mut self) {
+        if !self.kept {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Writes the document `write` streams to `path`. A regular file (or a new one) is written
+/// beside it first and renamed into place, so a failed export leaves what was there before; a
+/// device or a pipe (`/dev/stdout`) is written directly.
+fn write_streamed(path: &Path, write: impl FnOnce(&mut Out<'_>) -> Result<(), Failed>) -> Result<(), Exit> {
+    let cannot = |e: std::io::Error| Exit::input(format!("{}: cannot write: {e}", path.display()));
+    let target = if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        Target::Direct(File::create(path).map_err(cannot)?)
+    } else {
+        Target::Partial(Partial::beside(path).map_err(cannot)?)
+    };
+    let file = match &target {
+        Target::Partial(partial) => &partial.file,
+        Target::Direct(file) => file,
+    };
+    let mut w = PrettyWriter::new(BufWriter::with_capacity(256 * 1024, file));
+    match write(&mut w).and_then(|()| Ok(w.finish()?.flush()?)) {
+        Ok(()) => {}
+        Err(Failed::Read(e)) => return Err(Exit::input(e)),
+        Err(Failed::Write(e)) => return Err(cannot(e)),
+    }
+    if let Target::Partial(partial) = target {
+        partial.rename_to(path).map_err(cannot)?;
+    }
+    Ok(())
 }
 
 // === HAR 1.2 ===
 
+/// A test's HAR page, kept small until the entries are written: one per test.
+struct Page {
+    started: String,
+    id: String,
+    title: String,
+    outcome: &'static str,
+}
+
 /// HAR 1.2: one page per test (id: the test id, title: its name), one entry per request.
-fn har_document(reader: &mut ArchiveReader) -> Result<Value, kit_trace::TraceError> {
+/// Entries are written as each test is read, and the pages after them (JSON members have no
+/// order), so only the pages are held: a few strings a test.
+fn har_document(reader: &mut ArchiveReader, w: &mut Out<'_>) -> Result<(), Failed> {
+    w.begin_object()?;
+    w.key("log")?;
+    w.begin_object()?;
+    w.key("version")?;
+    w.value(&"1.2")?;
+    w.key("creator")?;
+    w.value(&json!({ "name": "kit-cli", "version": env!("CARGO_PKG_VERSION") }))?;
+    w.key("entries")?;
+    w.begin_array()?;
     let mut pages = Vec::new();
-    let mut entries = Vec::new();
     for record in reader.tests() {
         let record = record?;
-        let page = record.test_id.to_string();
-        pages.push(json!({
-            "startedDateTime": timestamp(record.started_at),
-            "id": page,
-            "title": record.name,
-            "pageTimings": { "onContentLoad": -1, "onLoad": -1 },
-            "comment": record.outcome.label(),
-        }));
+        let page = Page {
+            started: timestamp(record.started_at),
+            id: record.test_id.to_string(),
+            title: record.name.clone(),
+            outcome: record.outcome.label(),
+        };
         for exchange in exchanges(&record.events) {
-            entries.push(har_entry(&page, &exchange));
+            w.value(&har_entry(&page.id, &exchange))?;
         }
+        pages.push(page);
     }
-    Ok(json!({
-        "log": {
-            "version": "1.2",
-            "creator": { "name": "kit-cli", "version": env!("CARGO_PKG_VERSION") },
-            "pages": pages,
-            "entries": entries,
-        }
-    }))
+    w.end()?;
+    w.key("pages")?;
+    w.begin_array()?;
+    for page in pages {
+        w.value(&json!({
+            "startedDateTime": page.started,
+            "id": page.id,
+            "title": page.title,
+            "pageTimings": { "onContentLoad": -1, "onLoad": -1 },
+            "comment": page.outcome,
+        }))?;
+    }
+    Ok(())
 }
 
 fn har_entry(page: &str, e: &Exchange) -> Value {
@@ -200,29 +309,50 @@ const STATUS_ERROR: u8 = 2;
 /// An ExportTraceServiceRequest: one resource per run, a trace per test (its id the test's),
 /// a root span per test, a span per operation (CLIENT `{METHOD} {route}` for requests), and
 /// assertions and observations as events of the span they belong to.
-fn otlp_document(reader: &mut ArchiveReader) -> Result<Value, kit_trace::TraceError> {
-    let mut runs: std::collections::BTreeMap<String, Vec<Value>> = std::collections::BTreeMap::new();
+fn otlp_document(reader: &mut ArchiveReader, w: &mut Out<'_>) -> Result<(), Failed> {
+    w.begin_object()?;
+    w.key("resourceSpans")?;
+    w.begin_array()?;
+    // The reader gives runs one after another, in id order: each run's spans are written
+    // under its resource as its tests are read.
+    let mut run: Option<kit_core::RunId> = None;
     for record in reader.tests() {
         let record = record?;
-        let spans = test_spans(&record);
-        runs.entry(record.run_id.to_string()).or_default().extend(spans);
+        if run.as_ref() != Some(&record.run_id) {
+            if run.is_some() {
+                end_resource(w)?;
+            }
+            w.begin_object()?;
+            w.key("resource")?;
+            w.value(&json!({ "attributes": [
+                attribute("service.name", &AttributeValue::Str("kit".into())),
+                attribute("kit.run.id", &AttributeValue::Str(record.run_id.to_string())),
+            ] }))?;
+            w.key("scopeSpans")?;
+            w.begin_array()?;
+            w.begin_object()?;
+            w.key("scope")?;
+            w.value(&json!({ "name": "kit", "version": env!("CARGO_PKG_VERSION") }))?;
+            w.key("spans")?;
+            w.begin_array()?;
+            run = Some(record.run_id.clone());
+        }
+        for span in test_spans(&record) {
+            w.value(&span)?;
+        }
     }
-    let resource_spans: Vec<Value> = runs
-        .into_iter()
-        .map(|(run, spans)| {
-            json!({
-                "resource": { "attributes": [
-                    attribute("service.name", &AttributeValue::Str("kit".into())),
-                    attribute("kit.run.id", &AttributeValue::Str(run)),
-                ] },
-                "scopeSpans": [ {
-                    "scope": { "name": "kit", "version": env!("CARGO_PKG_VERSION") },
-                    "spans": spans,
-                } ],
-            })
-        })
-        .collect();
-    Ok(json!({ "resourceSpans": resource_spans }))
+    if run.is_some() {
+        end_resource(w)?;
+    }
+    Ok(())
+}
+
+/// Ends a run's spans, its scope, its scopes and its resource.
+fn end_resource(w: &mut Out<'_>) -> Result<(), Failed> {
+    for _ in 0..4 {
+        w.end()?;
+    }
+    Ok(())
 }
 
 struct SpanBuilder {

@@ -15,6 +15,7 @@ mod export;
 mod inputs;
 mod merge;
 mod model;
+mod pretty;
 mod progress;
 mod render;
 

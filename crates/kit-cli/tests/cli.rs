@@ -372,28 +372,105 @@ fn tests_read_side_by_side_are_reported_in_order_and_a_damaged_one_is_named() {
     assert!(stdout(&output).contains(&listed), "{}", stdout(&output));
 
     // Damage the fifth test's entries: the sixth and later are read by then, or being read.
-    let fifth = kit_trace::ArchiveReader::open(&path)
+    let fifth = damage_test(&path, 4);
+    let output = report(&[&path]);
+    assert_input_error(&output, &format!("tests/{fifth}/"));
+}
+
+/// Scrambles the data of the `nth` test's entries in the archive at `path`; gives its id.
+fn damage_test(path: &Path, nth: usize) -> String {
+    let id = kit_trace::ArchiveReader::open(path)
         .unwrap()
         .tests()
-        .nth(4)
+        .nth(nth)
         .unwrap()
         .unwrap()
         .test_id
         .to_string();
-    let mut bytes = std::fs::read(&path).unwrap();
-    let mut zip = zip::ZipArchive::new(std::fs::File::open(&path).unwrap()).unwrap();
+    let mut bytes = std::fs::read(path).unwrap();
+    let mut zip = zip::ZipArchive::new(std::fs::File::open(path).unwrap()).unwrap();
     for i in 0..zip.len() {
         let entry = zip.by_index(i).unwrap();
-        if entry.name().unwrap().contains(&fifth) {
+        if entry.name().unwrap().contains(&id) {
             let start = entry.data_start().unwrap() as usize;
             for b in &mut bytes[start..start + entry.compressed_size() as usize] {
                 *b ^= 0x5a;
             }
         }
     }
-    std::fs::write(&path, &bytes).unwrap();
-    let output = report(&[&path]);
-    assert_input_error(&output, &format!("tests/{fifth}/"));
+    std::fs::write(path, &bytes).unwrap();
+    id
+}
+
+/// Exports are written as each test is read. One that fails part way leaves the output as it
+/// was (a file is written beside it and renamed into place once whole) and no file behind; a
+/// device such as `/dev/stdout` is written directly; the file made has the usual permissions.
+#[cfg(unix)]
+#[test]
+fn a_failed_export_leaves_its_output_as_it_was_and_a_device_is_written_directly() {
+    let dir = tempfile::tempdir().unwrap();
+    let tests = [
+        ("t0", 200, TestOutcome::Passed),
+        ("t1", 201, TestOutcome::Passed),
+        ("t2", 404, TestOutcome::Failed { message: "no".into() }),
+    ];
+    let path = archive(dir.path(), "exports", &tests);
+    let export = |flag: &str, out: &Path| {
+        kit_cli(&[
+            "export".as_ref(),
+            path.as_os_str(),
+            flag.as_ref(),
+            out.as_os_str(),
+        ])
+    };
+
+    for flag in ["--har", "--otlp"] {
+        let output = export(flag, Path::new("/dev/stdout"));
+        assert!(output.status.success(), "{flag}: {}", stderr(&output));
+        let document: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        let count = match flag {
+            "--har" => document["log"]["entries"].as_array().unwrap().len(),
+            _ => document["resourceSpans"][0]["scopeSpans"][0]["spans"]
+                .as_array()
+                .unwrap()
+                .len(),
+        };
+        assert_eq!(count, if flag == "--har" { 3 } else { 6 }, "{document}");
+    }
+
+    let made = dir.path().join("made.har");
+    assert!(export("--har", &made).status.success());
+    let plain = dir.path().join("plain");
+    std::fs::File::create(&plain).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode();
+    assert_eq!(
+        mode(&made),
+        mode(&plain),
+        "the umask's permissions, as any new file"
+    );
+
+    let second = damage_test(&path, 1);
+    let kept = dir.path().join("kept.json");
+    std::fs::write(&kept, "what was there").unwrap();
+    let fresh = dir.path().join("fresh.json");
+    for flag in ["--har", "--otlp"] {
+        assert_input_error(&export(flag, &kept), &format!("tests/{second}/"));
+        assert_eq!(
+            std::fs::read_to_string(&kept).unwrap(),
+            "what was there",
+            "{flag}"
+        );
+        assert_input_error(&export(flag, &fresh), &format!("tests/{second}/"));
+        assert!(!fresh.exists(), "{flag}");
+    }
+    let mut left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| !name.ends_with(".kittrace") && !name.ends_with(".lock"))
+        .collect();
+    left.sort();
+    assert_eq!(left, ["kept.json", "made.har", "plain"]);
 }
 
 #[test]

@@ -1,0 +1,205 @@
+//! A JSON document written a piece at a time, laid out byte for byte as
+//! `serde_json::to_vec_pretty` lays out the whole of it.
+//!
+//! An export of an archive is as large as the archive's events: built whole as a
+//! `serde_json::Value`, 100 000 requests took 1.4 GiB (HAR) and 2.4 GiB (OTLP) before a byte was
+//! written. Containers are opened and closed here by hand and each element is serialized on its
+//! own, so what is held is one element, whatever the document's size.
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+
+/// The innermost open container: whether it is an array, and whether it has members yet.
+struct Open {
+    array: bool,
+    filled: bool,
+}
+
+/// Writes one JSON document to `out`, as `serde_json`'s pretty printer would (two spaces an
+/// indent, `[]` and `{}` for empty containers). The caller keeps the structure: a key before
+/// each member of an object, every container ended.
+pub(crate) struct PrettyWriter<W: Write> {
+    out: W,
+    open: Vec<Open>,
+    scratch: Vec<u8>,
+}
+
+impl<W: Write> PrettyWriter<W> {
+    pub(crate) fn new(out: W) -> Self {
+        PrettyWriter {
+            out,
+            open: Vec::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// A new line indented to the current depth.
+    fn new_line(&mut self) -> io::Result<()> {
+        self.out.write_all(b"\n")?;
+        for _ in 0..self.open.len() {
+            self.out.write_all(b"  ")?;
+        }
+        Ok(())
+    }
+
+    /// Before a member: its separator and line (for an object, `key` wrote them).
+    fn member(&mut self) -> io::Result<()> {
+        let Some(open) = self.open.last_mut() else {
+            return Ok(());
+        };
+        if !open.array {
+            return Ok(());
+        }
+        let first = !std::mem::replace(&mut open.filled, true);
+        if !first {
+            self.out.write_all(b",")?;
+        }
+        self.new_line()
+    }
+
+    /// `"key": ` in the open object; its value comes next.
+    pub(crate) fn key(&mut self, key: &str) -> io::Result<()> {
+        if let Some(open) = self.open.last_mut()
+            && std::mem::replace(&mut open.filled, true)
+        {
+            self.out.write_all(b",")?;
+        }
+        self.new_line()?;
+        serde_json::to_writer(&mut self.out, key)?;
+        self.out.write_all(b": ")
+    }
+
+    pub(crate) fn begin_object(&mut self) -> io::Result<()> {
+        self.begin(false)
+    }
+
+    pub(crate) fn begin_array(&mut self) -> io::Result<()> {
+        self.begin(true)
+    }
+
+    fn begin(&mut self, array: bool) -> io::Result<()> {
+        self.member()?;
+        self.out.write_all(if array { b"[" } else { b"{" })?;
+        self.open.push(Open { array, filled: false });
+        Ok(())
+    }
+
+    /// Ends the innermost open container (nothing if none is open).
+    pub(crate) fn end(&mut self) -> io::Result<()> {
+        let Some(open) = self.open.pop() else {
+            return Ok(());
+        };
+        if open.filled {
+            self.new_line()?;
+        }
+        self.out.write_all(if open.array { b"]" } else { b"}" })
+    }
+
+    /// A whole value: an element of the open array, or the value after a `key`.
+    pub(crate) fn value(&mut self, value: &impl Serialize) -> io::Result<()> {
+        self.member()?;
+        self.scratch.clear();
+        serde_json::to_writer_pretty(&mut self.scratch, value)?;
+        // Pretty JSON has a line break only between tokens (a string holds `\n` escaped), so
+        // each break takes this depth's indent in front of the value's own.
+        let mut lines = self.scratch.split(|&b| b == b'\n');
+        if let Some(first) = lines.next() {
+            self.out.write_all(first)?;
+        }
+        for line in lines {
+            self.out.write_all(b"\n")?;
+            for _ in 0..self.open.len() {
+                self.out.write_all(b"  ")?;
+            }
+            self.out.write_all(line)?;
+        }
+        Ok(())
+    }
+
+    /// Ends every open container and the document's line, and gives the writer back.
+    pub(crate) fn finish(mut self) -> io::Result<W> {
+        while !self.open.is_empty() {
+            self.end()?;
+        }
+        self.out.write_all(b"\n")?;
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+
+    /// `value` written piece by piece: containers by hand, down to `depth`, scalars whole
+    /// below it.
+    fn streamed(w: &mut PrettyWriter<Vec<u8>>, value: &Value, depth: usize) {
+        match value {
+            Value::Array(items) if depth > 0 => {
+                w.begin_array().unwrap();
+                for item in items {
+                    streamed(w, item, depth - 1);
+                }
+                w.end().unwrap();
+            }
+            Value::Object(members) if depth > 0 => {
+                w.begin_object().unwrap();
+                for (k, v) in members {
+                    w.key(k).unwrap();
+                    streamed(w, v, depth - 1);
+                }
+                w.end().unwrap();
+            }
+            other => w.value(other).unwrap(),
+        }
+    }
+
+    fn same_as_serde(value: &Value) {
+        let mut whole = serde_json::to_vec_pretty(value).unwrap();
+        whole.push(b'\n');
+        for depth in 0..6 {
+            let mut w = PrettyWriter::new(Vec::new());
+            streamed(&mut w, value, depth);
+            let out = w.finish().unwrap();
+            assert_eq!(
+                String::from_utf8(out).unwrap(),
+                String::from_utf8(whole.clone()).unwrap(),
+                "by hand to depth {depth}"
+            );
+        }
+    }
+
+    #[test]
+    fn documents_are_laid_out_as_serde_lays_them_out() {
+        same_as_serde(&json!({}));
+        same_as_serde(&json!([]));
+        same_as_serde(&json!({ "log": { "entries": [], "pages": [{}], "version": "1.2" } }));
+        same_as_serde(&json!([[1, [2, {"a\nb": "c\"\n"}], {}], null, "x"]));
+    }
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            "[a-z\n\"\\\\ é]{0,6}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 40, 5, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+                prop::collection::vec(("[a-z\n\"]{0,4}", inner), 0..5)
+                    .prop_map(|members| Value::Object(members.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn any_document_streams_to_serde_s_bytes(value in json_value()) {
+            same_as_serde(&value);
+        }
+    }
+}
