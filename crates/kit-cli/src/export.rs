@@ -95,10 +95,11 @@ impl Drop for Partial {
 
 /// Writes the document `write` streams to `path`. A regular file (or a new one) is written
 /// beside it first and renamed into place, so a failed export leaves what was there before; a
-/// device or a pipe (`/dev/stdout`) is written directly.
+/// device, a pipe (`/dev/stdout`) or a symbolic link (which a rename would replace) is written
+/// directly.
 fn write_streamed(path: &Path, write: impl FnOnce(&mut Out<'_>) -> Result<(), Failed>) -> Result<(), Exit> {
     let cannot = |e: std::io::Error| Exit::input(format!("{}: cannot write: {e}", path.display()));
-    let target = if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+    let target = if std::fs::symlink_metadata(path).is_ok_and(|m| !m.is_file()) {
         Target::Direct(File::create(path).map_err(cannot)?)
     } else {
         Target::Partial(Partial::beside(path).map_err(cannot)?)

@@ -440,6 +440,13 @@ fn a_failed_export_leaves_its_output_as_it_was_and_a_device_is_written_directly(
 
     let made = dir.path().join("made.har");
     assert!(export("--har", &made).status.success());
+    // Through a link: the file it names is written, and the link stays.
+    let link = dir.path().join("link.har");
+    std::os::unix::fs::symlink(&made, &link).unwrap();
+    assert!(export("--otlp", &link).status.success());
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    let through: serde_json::Value = serde_json::from_slice(&std::fs::read(&made).unwrap()).unwrap();
+    assert!(through.get("resourceSpans").is_some(), "{through}");
     let plain = dir.path().join("plain");
     std::fs::File::create(&plain).unwrap();
     use std::os::unix::fs::PermissionsExt;
@@ -470,7 +477,7 @@ fn a_failed_export_leaves_its_output_as_it_was_and_a_device_is_written_directly(
         .filter(|name| !name.ends_with(".kittrace") && !name.ends_with(".lock"))
         .collect();
     left.sort();
-    assert_eq!(left, ["kept.json", "made.har", "plain"]);
+    assert_eq!(left, ["kept.json", "link.har", "made.har", "plain"]);
 }
 
 #[test]
