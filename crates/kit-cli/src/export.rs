@@ -64,12 +64,9 @@ struct Partial {
 
 impl Partial {
     fn beside(output: &Path) -> std::io::Result<Partial> {
-        let dir = match output.parent() {
-            Some(dir) if !dir.as_os_str().is_empty() => dir,
-            _ => Path::new("."),
-        };
+        // In the output's directory, so that the rename stays on one file system.
         let name = output.file_name().unwrap_or(output.as_os_str()).to_string_lossy();
-        let path = dir.join(format!(".{name}.{}.partial", std::process::id()));
+        let path = output.with_file_name(format!(".{name}.{}.partial", std::process::id()));
         let file = File::options().write(true).create_new(true).open(&path)?;
         Ok(Partial {
             path,

@@ -404,10 +404,12 @@ fn damage_test(path: &Path, nth: usize) -> String {
 
 /// Exports are written as each test is read. One that fails part way leaves the output as it
 /// was (a file is written beside it and renamed into place once whole) and no file behind; a
-/// device such as `/dev/stdout` is written directly; the file made has the usual permissions.
+/// pipe or a device is written directly; the file made has the usual permissions.
 #[cfg(unix)]
 #[test]
-fn a_failed_export_leaves_its_output_as_it_was_and_a_device_is_written_directly() {
+fn a_failed_export_leaves_its_output_as_it_was_and_a_pipe_is_written_directly() {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+
     let dir = tempfile::tempdir().unwrap();
     let tests = [
         ("t0", 200, TestOutcome::Passed),
@@ -424,10 +426,21 @@ fn a_failed_export_leaves_its_output_as_it_was_and_a_device_is_written_directly(
         ])
     };
 
+    // A pipe is written directly: its reader sees the document. (Never a system path such as
+    // `/dev/stdout` here: a broken build renaming over it would replace it.)
+    let pipe = dir.path().join("pipe");
+    let made_fifo = Command::new("mkfifo").arg(&pipe).status().unwrap();
+    assert!(made_fifo.success());
     for flag in ["--har", "--otlp"] {
-        let output = export(flag, Path::new("/dev/stdout"));
+        let reader = std::thread::spawn({
+            let pipe = pipe.clone();
+            move || std::fs::read(pipe).unwrap()
+        });
+        let output = export(flag, &pipe);
         assert!(output.status.success(), "{flag}: {}", stderr(&output));
-        let document: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        let read = reader.join().unwrap();
+        assert!(std::fs::symlink_metadata(&pipe).unwrap().file_type().is_fifo());
+        let document: serde_json::Value = serde_json::from_slice(&read).unwrap();
         let count = match flag {
             "--har" => document["log"]["entries"].as_array().unwrap().len(),
             _ => document["resourceSpans"][0]["scopeSpans"][0]["spans"]
@@ -449,7 +462,6 @@ fn a_failed_export_leaves_its_output_as_it_was_and_a_device_is_written_directly(
     assert!(through.get("resourceSpans").is_some(), "{through}");
     let plain = dir.path().join("plain");
     std::fs::File::create(&plain).unwrap();
-    use std::os::unix::fs::PermissionsExt;
     let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode();
     assert_eq!(
         mode(&made),
@@ -477,7 +489,7 @@ fn a_failed_export_leaves_its_output_as_it_was_and_a_device_is_written_directly(
         .filter(|name| !name.ends_with(".kittrace") && !name.ends_with(".lock"))
         .collect();
     left.sort();
-    assert_eq!(left, ["kept.json", "link.har", "made.har", "plain"]);
+    assert_eq!(left, ["kept.json", "link.har", "made.har", "pipe", "plain"]);
 }
 
 #[test]
