@@ -377,6 +377,56 @@ fn tests_read_side_by_side_are_reported_in_order_and_a_damaged_one_is_named() {
     assert_input_error(&output, &format!("tests/{fifth}/"));
 }
 
+/// An archive of two runs exports each run's spans under its own resource, runs in id order.
+#[test]
+fn otlp_gives_each_run_of_a_merged_archive_its_resource() {
+    let a = tempfile::tempdir().unwrap();
+    let b = tempfile::tempdir().unwrap();
+    let first = archive(a.path(), "run-a", &[("t1", 200, TestOutcome::Passed)]);
+    let second = archive(
+        b.path(),
+        "run-b",
+        &[("t2", 201, TestOutcome::Passed), ("t3", 500, TestOutcome::Passed)],
+    );
+    let merged = a.path().join("merged.kittrace");
+    let output = kit_cli(&[
+        "merge".as_ref(),
+        "-o".as_ref(),
+        merged.as_os_str(),
+        first.as_os_str(),
+        second.as_os_str(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let out = a.path().join("otlp.json");
+    let output = kit_cli(&[
+        "export".as_ref(),
+        merged.as_os_str(),
+        "--otlp".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let otlp: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let resources = otlp["resourceSpans"].as_array().unwrap();
+    let runs: Vec<(String, usize)> = resources
+        .iter()
+        .map(|r| {
+            let run = r["resource"]["attributes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|a| a["key"] == "kit.run.id")
+                .unwrap()["value"]["stringValue"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            let spans = r["scopeSpans"][0]["spans"].as_array().unwrap().len();
+            (run, spans)
+        })
+        .collect();
+    // A root span and a request span per test.
+    assert_eq!(runs, [("run-a".to_owned(), 2), ("run-b".to_owned(), 4)], "{otlp}");
+}
+
 /// Scrambles the data of the `nth` test's entries in the archive at `path`; gives its id.
 fn damage_test(path: &Path, nth: usize) -> String {
     let id = kit_trace::ArchiveReader::open(path)
@@ -432,13 +482,17 @@ fn a_failed_export_leaves_its_output_as_it_was_and_a_pipe_is_written_directly() 
     let made_fifo = Command::new("mkfifo").arg(&pipe).status().unwrap();
     assert!(made_fifo.success());
     for flag in ["--har", "--otlp"] {
-        let reader = std::thread::spawn({
+        let (sender, read) = std::sync::mpsc::channel();
+        std::thread::spawn({
             let pipe = pipe.clone();
-            move || std::fs::read(pipe).unwrap()
+            move || sender.send(std::fs::read(pipe).unwrap())
         });
         let output = export(flag, &pipe);
         assert!(output.status.success(), "{flag}: {}", stderr(&output));
-        let read = reader.join().unwrap();
+        // A reader whose pipe is never opened for writing waits for ever: bounded, it fails.
+        let read = read
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the export wrote to the pipe");
         assert!(std::fs::symlink_metadata(&pipe).unwrap().file_type().is_fifo());
         let document: serde_json::Value = serde_json::from_slice(&read).unwrap();
         let count = match flag {
