@@ -67,6 +67,24 @@ fn archive(dir: &Path, run_id: &str, tests: &[(&str, u16, TestOutcome)]) -> Path
     path
 }
 
+/// `kit-cli export <archive> <flag> <out>`.
+fn export_to(archive: &Path, flag: &str, out: &Path) -> Output {
+    kit_cli(&[
+        "export".as_ref(),
+        archive.as_os_str(),
+        flag.as_ref(),
+        out.as_os_str(),
+    ])
+}
+
+/// The document `kit-cli export` writes with `flag` (into `dir`), read back.
+fn exported(archive: &Path, flag: &str, dir: &Path) -> serde_json::Value {
+    let out = dir.join(format!("out{flag}"));
+    let output = export_to(archive, flag, &out);
+    assert!(output.status.success(), "{flag}: {}", stderr(&output));
+    serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap()
+}
+
 fn assert_input_error(output: &Output, expected: &str) {
     assert_eq!(
         output.status.code(),
@@ -397,15 +415,7 @@ fn otlp_gives_each_run_of_a_merged_archive_its_resource() {
         second.as_os_str(),
     ]);
     assert!(output.status.success(), "{}", stderr(&output));
-    let out = a.path().join("otlp.json");
-    let output = kit_cli(&[
-        "export".as_ref(),
-        merged.as_os_str(),
-        "--otlp".as_ref(),
-        out.as_os_str(),
-    ]);
-    assert!(output.status.success(), "{}", stderr(&output));
-    let otlp: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let otlp = exported(&merged, "--otlp", a.path());
     let resources = otlp["resourceSpans"].as_array().unwrap();
     let runs: Vec<(String, usize)> = resources
         .iter()
@@ -467,14 +477,7 @@ fn a_failed_export_leaves_its_output_as_it_was_and_a_pipe_is_written_directly() 
         ("t2", 404, TestOutcome::Failed { message: "no".into() }),
     ];
     let path = archive(dir.path(), "exports", &tests);
-    let export = |flag: &str, out: &Path| {
-        kit_cli(&[
-            "export".as_ref(),
-            path.as_os_str(),
-            flag.as_ref(),
-            out.as_os_str(),
-        ])
-    };
+    let export = |flag: &str, out: &Path| export_to(&path, flag, out);
 
     // A pipe is written directly: its reader sees the document. (Never a system path such as
     // `/dev/stdout` here: a broken build renaming over it would replace it.)
@@ -808,17 +811,7 @@ fn har_and_curl_carry_what_each_request_recorded() {
     ctx.finish(TestOutcome::Passed).unwrap();
     run.bus().shutdown().unwrap();
 
-    let export = |flag: &str| -> serde_json::Value {
-        let out = dir.path().join(format!("out{flag}"));
-        let output = kit_cli(&[
-            "export".as_ref(),
-            path.as_os_str(),
-            flag.as_ref(),
-            out.as_os_str(),
-        ]);
-        assert!(output.status.success(), "{flag}: {}", stderr(&output));
-        serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap()
-    };
+    let export = |flag: &str| exported(&path, flag, dir.path());
     let har = export("--har");
     let entries = har["log"]["entries"].as_array().unwrap();
     assert_eq!(entries.len(), 2, "{har}");
@@ -1079,17 +1072,7 @@ fn a_test_of_many_requests_exports_each_exchange_and_assertion_to_its_request() 
     }
     ctx.finish(TestOutcome::Passed).unwrap();
     run.bus().shutdown().unwrap();
-    let export = |flag: &str| -> serde_json::Value {
-        let out = dir.path().join(format!("out{flag}"));
-        let output = kit_cli(&[
-            "export".as_ref(),
-            path.as_os_str(),
-            flag.as_ref(),
-            out.as_os_str(),
-        ]);
-        assert!(output.status.success(), "{flag}: {}", stderr(&output));
-        serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap()
-    };
+    let export = |flag: &str| exported(&path, flag, dir.path());
 
     let har = export("--har");
     let entries = har["log"]["entries"].as_array().unwrap();
