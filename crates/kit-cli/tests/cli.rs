@@ -67,6 +67,19 @@ fn archive(dir: &Path, run_id: &str, tests: &[(&str, u16, TestOutcome)]) -> Path
     path
 }
 
+/// Starts a request operation `GET /items/{id}` to `url`.
+fn get_item(ctx: &KitExecutionContext, url: impl Into<String>) -> Operation {
+    ctx.start_operation(
+        None,
+        OperationStarted::new(semconv::OP_HTTP_REQUEST, "REST · GET /items/{id}").with_attributes(
+            Attributes::new()
+                .with(semconv::HTTP_REQUEST_METHOD, "GET")
+                .with(semconv::HTTP_ROUTE, "/items/{id}")
+                .with(semconv::URL_FULL, url.into()),
+        ),
+    )
+}
+
 /// `kit-cli export <archive> <flag> <out>`.
 fn export_to(archive: &Path, flag: &str, out: &Path) -> Output {
     kit_cli(&[
@@ -676,15 +689,7 @@ fn a_request_that_got_no_response_is_reported_with_its_failure() {
     let dir = tempfile::tempdir().unwrap();
     let (run, path) = recording(dir.path(), "refused");
     let ctx = run.begin_test(TestStarted::new("suite::refused"));
-    let op = ctx.start_operation(
-        None,
-        OperationStarted::new(semconv::OP_HTTP_REQUEST, "REST · GET /items/{id}").with_attributes(
-            Attributes::new()
-                .with(semconv::HTTP_REQUEST_METHOD, "GET")
-                .with(semconv::HTTP_ROUTE, "/items/{id}")
-                .with(semconv::URL_FULL, "http://127.0.0.1:9/items/7"),
-        ),
-    );
+    let op = get_item(&ctx, "http://127.0.0.1:9/items/7");
     op.observe(Observation::new(
         semconv::OBS_HTTP_FAILURE,
         Attributes::new().with(semconv::KIT_FAILURE_MESSAGE, "connection refused\nsecond line"),
@@ -1043,15 +1048,7 @@ fn a_test_of_many_requests_exports_each_exchange_and_assertion_to_its_request() 
     let (run, path) = recording(dir.path(), "long");
     let ctx = run.begin_test(TestStarted::new("suite::many_requests"));
     for i in 0..REQUESTS {
-        let op = ctx.start_operation(
-            None,
-            OperationStarted::new(semconv::OP_HTTP_REQUEST, "REST · GET /items/{id}").with_attributes(
-                Attributes::new()
-                    .with(semconv::HTTP_REQUEST_METHOD, "GET")
-                    .with(semconv::HTTP_ROUTE, "/items/{id}")
-                    .with(semconv::URL_FULL, format!("http://127.0.0.1:8080/items/{i}")),
-            ),
-        );
+        let op = get_item(&ctx, format!("http://127.0.0.1:8080/items/{i}"));
         op.observe(Observation::new(
             semconv::OBS_HTTP_RESPONSE,
             Attributes::new().with(semconv::HTTP_RESPONSE_STATUS_CODE, 200 + (i % 2) as i64),
