@@ -2,7 +2,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::fs::File;
-use std::io::{BufWriter, Write as _};
+use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
@@ -106,7 +106,8 @@ fn write_streamed(path: &Path, write: impl FnOnce(&mut Out<'_>) -> Result<(), Fa
         Target::Direct(file) => file,
     };
     let mut w = PrettyWriter::new(BufWriter::with_capacity(256 * 1024, file));
-    match write(&mut w).and_then(|()| Ok(w.finish()?.flush()?)) {
+    // `finish` flushes what the buffer holds.
+    match write(&mut w).and_then(|()| Ok(w.finish().map(drop)?)) {
         Ok(()) => {}
         Err(Failed::Read(e)) => return Err(Exit::input(e)),
         Err(Failed::Write(e)) => return Err(cannot(e)),

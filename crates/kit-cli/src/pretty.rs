@@ -43,29 +43,27 @@ impl<W: Write> PrettyWriter<W> {
         Ok(())
     }
 
-    /// Before a member: its separator and line (for an object, `key` wrote them).
-    fn member(&mut self) -> io::Result<()> {
-        let Some(open) = self.open.last_mut() else {
-            return Ok(());
-        };
-        if !open.array {
-            return Ok(());
-        }
-        let first = !std::mem::replace(&mut open.filled, true);
-        if !first {
-            self.out.write_all(b",")?;
-        }
-        self.new_line()
-    }
-
-    /// `"key": ` in the open object; its value comes next.
-    pub(crate) fn key(&mut self, key: &str) -> io::Result<()> {
+    /// A member's separator and line in the open container: a comma after the first.
+    fn separate(&mut self) -> io::Result<()> {
         if let Some(open) = self.open.last_mut()
             && std::mem::replace(&mut open.filled, true)
         {
             self.out.write_all(b",")?;
         }
-        self.new_line()?;
+        self.new_line()
+    }
+
+    /// Before a value: in an array, its separator and line (in an object, `key` wrote them).
+    fn member(&mut self) -> io::Result<()> {
+        match self.open.last() {
+            Some(open) if open.array => self.separate(),
+            _ => Ok(()),
+        }
+    }
+
+    /// `"key": ` in the open object; its value comes next.
+    pub(crate) fn key(&mut self, key: &str) -> io::Result<()> {
+        self.separate()?;
         serde_json::to_writer(&mut self.out, key)?;
         self.out.write_all(b": ")
     }
@@ -99,21 +97,18 @@ impl<W: Write> PrettyWriter<W> {
     /// A whole value: an element of the open array, or the value after a `key`.
     pub(crate) fn value(&mut self, value: &impl Serialize) -> io::Result<()> {
         self.member()?;
-        self.scratch.clear();
-        serde_json::to_writer_pretty(&mut self.scratch, value)?;
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        serde_json::to_writer_pretty(&mut scratch, value)?;
         // Pretty JSON has a line break only between tokens (a string holds `\n` escaped), so
         // each break takes this depth's indent in front of the value's own.
-        let mut lines = self.scratch.split(|&b| b == b'\n');
-        if let Some(first) = lines.next() {
-            self.out.write_all(first)?;
-        }
-        for line in lines {
-            self.out.write_all(b"\n")?;
-            for _ in 0..self.open.len() {
-                self.out.write_all(b"  ")?;
+        for (i, line) in scratch.split(|&b| b == b'\n').enumerate() {
+            if i > 0 {
+                self.new_line()?;
             }
             self.out.write_all(line)?;
         }
+        self.scratch = scratch;
         Ok(())
     }
 
