@@ -9,7 +9,9 @@
 //! - `report --openapi github.json --format json` (what the target is about), and
 //! - reading every entry of the archive decompressed, doing nothing with it (the floor);
 //! - `export --har` and `export --otlp`, written to a file and removed (no target: exports are
-//!   as large as the archive's events, and their memory should not be).
+//!   as large as the archive's events, and their memory should not be);
+//! - `merge` of the archive alone into a new one, removed after (no target: its memory should
+//!   not grow with the events either).
 //!
 //! Prints the median wall time of five runs and the peak RSS (`VmHWM`) of each.
 //! Targets: report ≤ 1.0 s, ≤ 150 MiB.
@@ -35,7 +37,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const TESTS: usize = 10_000;
 const REQUESTS_PER_TEST: usize = 10;
 const RUNS: usize = 5;
-const MODES: [&str; 4] = ["decompress", "report", "har", "otlp"];
+const MODES: [&str; 5] = ["decompress", "report", "har", "otlp", "merge"];
 
 fn github() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -48,7 +50,7 @@ fn archive_dir() -> PathBuf {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    // Children: `<mode> <archive>`, one of `MODES`; print "seconds peak_kib".
+    // Children: `<mode> <archive>`, one of `MODES`; print "seconds peak_kib" last.
     if let [_, mode, archive, ..] = args.as_slice()
         && MODES.contains(&mode.as_str())
     {
@@ -86,8 +88,9 @@ fn main() {
                 "{mode}: {}",
                 String::from_utf8_lossy(&out.stderr)
             );
-            let line = String::from_utf8_lossy(&out.stdout);
-            let mut parts = line.split_whitespace();
+            // The child's own figures come last, after whatever the command printed.
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            let mut parts = stdout.lines().last().unwrap_or_default().split_whitespace();
             let secs: f64 = parts.next().and_then(|s| s.parse().ok()).expect("seconds");
             let peak: u64 = parts.next().and_then(|s| s.parse().ok()).expect("peak");
             times.push(secs);
@@ -136,6 +139,18 @@ fn child(mode: &str, archive: &Path) {
             ]);
             let _ = std::fs::remove_file(&out);
             assert_eq!(code, 0, "kit-cli export --{mode} failed");
+        }
+        "merge" => {
+            let out = std::env::temp_dir().join(format!("kit-bench-merge-{}.kittrace", std::process::id()));
+            let code = kit_cli::run([
+                "kit-cli".to_owned(),
+                "merge".into(),
+                "-o".into(),
+                out.display().to_string(),
+                archive.display().to_string(),
+            ]);
+            let _ = std::fs::remove_file(&out);
+            assert_eq!(code, 0, "kit-cli merge failed");
         }
         _ => {
             let mut reader = ArchiveReader::open(archive).expect("archive");

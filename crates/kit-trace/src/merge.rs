@@ -1,6 +1,6 @@
 //! Merging archives: shards of one run written apart (CI jobs, machines), or several runs.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 
@@ -68,6 +68,10 @@ pub fn merge(shards: &[PathBuf], out: &Path) -> Result<MergeSummary, TraceError>
     result
 }
 
+/// Entries a merge holds before writing them: its memory grows with the shards' tests (their
+/// names and digests), not with their events.
+const BATCH_BYTES: usize = 1 << 20;
+
 fn merge_into(file: &File, out: &Path, shards: &[PathBuf]) -> Result<MergeSummary, TraceError> {
     let write_error = |source| TraceError::Io {
         path: out.to_owned(),
@@ -76,37 +80,27 @@ fn merge_into(file: &File, out: &Path, shards: &[PathBuf]) -> Result<MergeSummar
     };
     let mut directory = Directory::default();
     let mut deflater = Deflater::new(6);
-    zipfile::append(
-        file,
-        0,
-        &mut directory,
-        &[PreparedEntry::stored(
-            MIME_TYPE_ENTRY,
-            MIME_TYPE.as_bytes().to_vec(),
-        )],
-        Room::None,
-    )
-    .map_err(write_error)?;
+    let mut batch = vec![PreparedEntry::stored(
+        MIME_TYPE_ENTRY,
+        MIME_TYPE.as_bytes().to_vec(),
+    )];
+    let mut batch_bytes = 0;
 
     // Entry name → digest of what was written under it.
     let mut written: HashMap<String, [u8; 32]> = HashMap::new();
-    // (run, test name) → (test id, shard) seen so far.
-    let mut names: BTreeMap<(RunId, String), Vec<(TestId, String)>> = BTreeMap::new();
+    let mut names = TestNames::default();
     let mut duplicates = Vec::new();
-    let mut sources = Vec::new();
+    let sources = shard_labels(shards);
+    let same_file = same_files(shards);
     for (shard_index, shard) in shards.iter().enumerate() {
-        let shard_name = shard.file_name().map_or_else(
-            || shard.display().to_string(),
-            |n| n.to_string_lossy().into_owned(),
-        );
-        sources.push(shard_name.clone());
+        let shard_name = &sources[shard_index];
         let mut reader = ArchiveReader::open(shard)?;
         // Tests whose events differ from those of the same id already written: new ids.
         let mut renamed: HashMap<(RunId, TestId), TestId> = HashMap::new();
-        let mut batch = Vec::new();
         for index in 0..reader.entry_count() {
             let (name, bytes) = reader.entry(index)?;
-            let digest: [u8; 32] = Sha256::digest(&bytes).into();
+            // Of the bytes as read, and then of what is written under the entry's name.
+            let mut digest: [u8; 32] = Sha256::digest(&bytes).into();
             let (name, bytes) = match EntryPath::parse(&name) {
                 EntryPath::MimeType | EntryPath::Merge | EntryPath::Other => continue,
                 EntryPath::Manifest(_) | EntryPath::Blob(_) => {
@@ -127,19 +121,17 @@ fn merge_into(file: &File, out: &Path, shards: &[PathBuf]) -> Result<MergeSummar
                 EntryPath::Segment(run, test, segment) => {
                     if segment == 0
                         && let Some(test_name) = started_name(&bytes, &run, test)
+                        && let Some(other) = names.add(&run, &test_name, test, same_file[shard_index])
                     {
-                        let seen = names.entry((run.clone(), test_name.clone())).or_default();
-                        if let Some((_, other)) = seen.iter().find(|(id, s)| *id != test && *s != shard_name)
-                        {
-                            duplicates.push(format!(
-                                    "test `{test_name}` of run {run} is in {other} and {shard_name} (two runs of it): both kept"
-                                ));
-                        }
-                        seen.push((test, shard_name.clone()));
+                        let other = &sources[other];
+                        duplicates.push(format!(
+                            "test `{test_name}` of run {run} is in {other} and {shard_name} (two runs of it): both kept"
+                        ));
                     }
                     let key = (run.clone(), test);
                     if let Some(new) = renamed.get(&key) {
                         let bytes = rewrite_test_id(&bytes, test, *new);
+                        digest = Sha256::digest(&bytes).into();
                         (format::segment_path(&run, *new, segment), bytes)
                     } else {
                         match written.get(&name) {
@@ -152,6 +144,7 @@ fn merge_into(file: &File, out: &Path, shards: &[PathBuf]) -> Result<MergeSummar
                                      the copy from {shard_name} is kept as {new}"
                                 ));
                                 let bytes = rewrite_test_id(&bytes, test, new);
+                                digest = Sha256::digest(&bytes).into();
                                 (format::segment_path(&run, new, segment), bytes)
                             }
                             None => (name, bytes),
@@ -159,11 +152,16 @@ fn merge_into(file: &File, out: &Path, shards: &[PathBuf]) -> Result<MergeSummar
                     }
                 }
             };
-            written.insert(name.clone(), Sha256::digest(&bytes).into());
-            batch.push(PreparedEntry::deflated_with(&mut deflater, name, &bytes).map_err(write_error)?);
+            written.insert(name.clone(), digest);
+            let entry = PreparedEntry::deflated_with(&mut deflater, name, &bytes).map_err(write_error)?;
+            batch_bytes += entry.encoded_len();
+            batch.push(entry);
+            if batch_bytes >= BATCH_BYTES as u64 {
+                zipfile::write_entries(file, &mut directory, &batch).map_err(write_error)?;
+                batch.clear();
+                batch_bytes = 0;
+            }
         }
-        // One append per shard: the directory is rewritten once per shard, not per entry.
-        zipfile::append(file, 0, &mut directory, &batch, Room::None).map_err(write_error)?;
     }
     let info = MergeInfo {
         format_version: FORMAT_VERSION.to_string(),
@@ -171,14 +169,10 @@ fn merge_into(file: &File, out: &Path, shards: &[PathBuf]) -> Result<MergeSummar
         duplicates: duplicates.clone(),
     };
     let json = serde_json::to_vec_pretty(&info).map_err(|e| TraceError::Encode(e.to_string()))?;
-    zipfile::append(
-        file,
-        0,
-        &mut directory,
-        &[PreparedEntry::stored(MERGE_ENTRY, json)],
-        Room::None,
-    )
-    .map_err(write_error)?;
+    batch.push(PreparedEntry::stored(MERGE_ENTRY, json));
+    // The only central directory the merged file gets, after every entry.
+    let file_len = directory.end_of_entries;
+    zipfile::append(file, file_len, &mut directory, &batch, Room::None).map_err(write_error)?;
 
     let mut runs: Vec<&str> = Vec::new();
     let mut tests = 0;
@@ -202,6 +196,82 @@ fn merge_into(file: &File, out: &Path, shards: &[PathBuf]) -> Result<MergeSummar
         blobs,
         duplicates,
     })
+}
+
+/// How each shard is named in `merge.json` and in messages: its file name, or the path as
+/// given when another shard has the same file name (the shards of one run are all
+/// `kit-{run}.kittrace`, each in its own folder).
+fn shard_labels(shards: &[PathBuf]) -> Vec<String> {
+    let file_name = |shard: &PathBuf| shard.file_name().map(|n| n.to_string_lossy().into_owned());
+    shards
+        .iter()
+        .map(|shard| match file_name(shard) {
+            Some(name)
+                if shards
+                    .iter()
+                    .all(|other| file_name(other).as_ref() != Some(&name) || other == shard) =>
+            {
+                name
+            }
+            _ => shard.display().to_string(),
+        })
+        .collect()
+}
+
+/// For each shard, the first shard that is the same file (itself, unless given twice).
+fn same_files(shards: &[PathBuf]) -> Vec<usize> {
+    let canonical: Vec<PathBuf> = shards
+        .iter()
+        .map(|s| std::fs::canonicalize(s).unwrap_or_else(|_| s.clone()))
+        .collect();
+    canonical
+        .iter()
+        .map(|c| canonical.iter().position(|other| other == c).unwrap_or_default())
+        .collect()
+}
+
+/// The test ids each shard gave each test name of a run, to flag a test run in two shards.
+#[derive(Default)]
+struct TestNames {
+    /// (run, test name) → the shards that gave it, in the order first seen.
+    seen: HashMap<(RunId, String), Vec<NameInShard>>,
+}
+
+/// The first two distinct test ids one shard gave a name. Two are enough: whatever id a test
+/// has, a shard that gave the name to another id has one of its first two other than it. So a
+/// name given to many tests costs as many shards, not as many tests, to look up.
+struct NameInShard {
+    shard: usize,
+    first: TestId,
+    second: Option<TestId>,
+}
+
+impl NameInShard {
+    fn has_other_than(&self, test: TestId) -> bool {
+        self.first != test || self.second.is_some_and(|id| id != test)
+    }
+}
+
+impl TestNames {
+    /// Records that `shard` has test `test` named `name`, and returns the first other shard
+    /// that gave the name to another test, if any.
+    fn add(&mut self, run: &RunId, name: &str, test: TestId, shard: usize) -> Option<usize> {
+        let shards = self.seen.entry((run.clone(), name.to_owned())).or_default();
+        let other = shards
+            .iter()
+            .find(|seen| seen.shard != shard && seen.has_other_than(test))
+            .map(|seen| seen.shard);
+        match shards.iter_mut().find(|seen| seen.shard == shard) {
+            Some(seen) if seen.first != test && seen.second.is_none() => seen.second = Some(test),
+            Some(_) => {}
+            None => shards.push(NameInShard {
+                shard,
+                first: test,
+                second: None,
+            }),
+        }
+        other
+    }
 }
 
 /// The test name in a segment 0 (its `test_started` event).
@@ -238,5 +308,29 @@ impl ArchiveReader {
                 entry: name,
                 reason: e.to_string(),
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_name_is_flagged_when_another_shard_gave_it_to_another_test() {
+        let run = RunId::new("r").unwrap();
+        let [x, y, z, w] = [1, 2, 3, 4].map(TestId::from_u128);
+        let mut names = TestNames::default();
+        // One test in two shards (the same id) is not two runs of a name.
+        assert_eq!(names.add(&run, "n", x, 0), None);
+        assert_eq!(names.add(&run, "n", x, 1), None);
+        assert_eq!(names.add(&run, "n", x, 2), None);
+        // A shard's own runs of a name are not flagged; another shard's are, naming the first.
+        assert_eq!(names.add(&run, "n", y, 0), Some(1));
+        assert_eq!(names.add(&run, "n", z, 0), Some(1));
+        assert_eq!(names.add(&run, "n", x, 3), Some(0), "shard 0 gave it to y too");
+        assert_eq!(names.add(&run, "n", w, 2), Some(0));
+        // Another name, or the same name in another run, starts afresh.
+        assert_eq!(names.add(&run, "m", y, 1), None);
+        assert_eq!(names.add(&RunId::new("s").unwrap(), "n", z, 1), None);
     }
 }

@@ -103,8 +103,9 @@ impl Directory {
     }
 
     /// Forgets entries an append added before it failed.
-    fn roll_back(&mut self, count: usize, encoded_len: usize) {
+    fn roll_back(&mut self, count: usize, encoded_len: usize, end_of_entries: u64) {
         self.entries.truncate(count);
+        self.end_of_entries = end_of_entries;
         self.encoded.truncate(encoded_len);
         self.encoded_count = count;
     }
@@ -799,6 +800,7 @@ pub(crate) fn append(
     let old_count = directory.entries.len();
     let old_encoded = directory.encoded.len();
     let old_in_file_at = directory.in_file_at;
+    let old_end = directory.end_of_entries;
     let mut local = Vec::new();
     let mut end = Vec::new();
     let result = (|| {
@@ -822,8 +824,37 @@ pub(crate) fn append(
         }
         Err(e) => {
             // The file keeps whatever made it; the next append reloads the directory from it.
-            directory.roll_back(old_count, old_encoded);
+            directory.roll_back(old_count, old_encoded, old_end);
             directory.in_file_at = old_in_file_at;
+            Err(e)
+        }
+    }
+}
+
+/// Writes `entries` where `directory`'s entries end, and no central directory: for a file
+/// written once, front to back (a merged archive), whose last [`append`] writes the directory
+/// of every entry. Until then no end record describes the file (one written earlier is
+/// overwritten or left behind, and that append cuts it off), so the entries need not be held
+/// in memory until the end.
+pub(crate) fn write_entries(
+    file: &File,
+    directory: &mut Directory,
+    entries: &[PreparedEntry],
+) -> io::Result<()> {
+    directory.encode_pending();
+    let old_count = directory.entries.len();
+    let old_encoded = directory.encoded.len();
+    let start = directory.end_of_entries;
+    let mut local = Vec::new();
+    let written =
+        encode_entries(directory, entries, &mut local).and_then(|()| write_all_at(file, start, &[&local]));
+    match written {
+        Ok(()) => {
+            directory.in_file_at = None;
+            Ok(())
+        }
+        Err(e) => {
+            directory.roll_back(old_count, old_encoded, start);
             Err(e)
         }
     }
@@ -840,57 +871,12 @@ fn plan_append<'a>(
     local: &'a mut Vec<u8>,
     end: &'a mut Vec<u8>,
 ) -> io::Result<Plan<'a>> {
-    let (dos_time, dos_date) = dos_now();
-    let added: u64 = entries.iter().map(PreparedEntry::encoded_len).sum();
-    local.reserve(usize::try_from(added).unwrap_or(0));
     let in_file_at = directory.in_file_at;
     // The records in the file already (`append` encodes any pending first).
     let old_encoded = directory.encoded.len();
     let start = directory.end_of_entries;
-    let mut offset = start;
-    for entry in entries {
-        if entry.data.len() as u64 > MAX_ENTRY_BYTES || entry.uncompressed_size > MAX_ENTRY_BYTES {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "entry {} is larger than 4 GiB, which this archive format does not store",
-                    entry.name
-                ),
-            ));
-        }
-        let Ok(name_len) = u16::try_from(entry.name.len()) else {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "entry name longer than 65535 bytes",
-            ));
-        };
-        local.extend_from_slice(&LOCAL_HEADER_SIG.to_le_bytes());
-        local.extend_from_slice(&20u16.to_le_bytes()); // version needed: 2.0 (deflate)
-        local.extend_from_slice(&FLAG_UTF8.to_le_bytes());
-        local.extend_from_slice(&entry.method.to_le_bytes());
-        local.extend_from_slice(&dos_time.to_le_bytes());
-        local.extend_from_slice(&dos_date.to_le_bytes());
-        local.extend_from_slice(&entry.crc32.to_le_bytes());
-        local.extend_from_slice(&(entry.data.len() as u32).to_le_bytes());
-        local.extend_from_slice(&(entry.uncompressed_size as u32).to_le_bytes());
-        local.extend_from_slice(&name_len.to_le_bytes());
-        local.extend_from_slice(&0u16.to_le_bytes()); // extra length
-        local.extend_from_slice(entry.name.as_bytes());
-        local.extend_from_slice(&entry.data);
-        directory.entries.push(DirEntry {
-            name: entry.name.clone(),
-            method: entry.method,
-            crc32: entry.crc32,
-            compressed_size: entry.data.len() as u64,
-            uncompressed_size: entry.uncompressed_size,
-            local_header_offset: offset,
-            dos_time,
-            dos_date,
-        });
-        offset += entry.encoded_len();
-    }
-    directory.encode_pending();
-    directory.end_of_entries = offset;
+    encode_entries(directory, entries, local)?;
+    let offset = directory.end_of_entries;
     let local: &'a Vec<u8> = local;
     let mut writes = Vec::with_capacity(3);
     let mut cut_first = None;
@@ -941,6 +927,64 @@ fn plan_append<'a>(
         writes,
         len,
     })
+}
+
+/// Adds `entries` to `directory`, where its entries end, and their local headers and data to
+/// `local`. Fails on an entry this format cannot store, with `directory` part-way: the caller
+/// rolls it back.
+fn encode_entries(
+    directory: &mut Directory,
+    entries: &[PreparedEntry],
+    local: &mut Vec<u8>,
+) -> io::Result<()> {
+    let (dos_time, dos_date) = dos_now();
+    let added: u64 = entries.iter().map(PreparedEntry::encoded_len).sum();
+    local.reserve(usize::try_from(added).unwrap_or(0));
+    let mut offset = directory.end_of_entries;
+    for entry in entries {
+        if entry.data.len() as u64 > MAX_ENTRY_BYTES || entry.uncompressed_size > MAX_ENTRY_BYTES {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "entry {} is larger than 4 GiB, which this archive format does not store",
+                    entry.name
+                ),
+            ));
+        }
+        let Ok(name_len) = u16::try_from(entry.name.len()) else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "entry name longer than 65535 bytes",
+            ));
+        };
+        local.extend_from_slice(&LOCAL_HEADER_SIG.to_le_bytes());
+        local.extend_from_slice(&20u16.to_le_bytes()); // version needed: 2.0 (deflate)
+        local.extend_from_slice(&FLAG_UTF8.to_le_bytes());
+        local.extend_from_slice(&entry.method.to_le_bytes());
+        local.extend_from_slice(&dos_time.to_le_bytes());
+        local.extend_from_slice(&dos_date.to_le_bytes());
+        local.extend_from_slice(&entry.crc32.to_le_bytes());
+        local.extend_from_slice(&(entry.data.len() as u32).to_le_bytes());
+        local.extend_from_slice(&(entry.uncompressed_size as u32).to_le_bytes());
+        local.extend_from_slice(&name_len.to_le_bytes());
+        local.extend_from_slice(&0u16.to_le_bytes()); // extra length
+        local.extend_from_slice(entry.name.as_bytes());
+        local.extend_from_slice(&entry.data);
+        directory.entries.push(DirEntry {
+            name: entry.name.clone(),
+            method: entry.method,
+            crc32: entry.crc32,
+            compressed_size: entry.data.len() as u64,
+            uncompressed_size: entry.uncompressed_size,
+            local_header_offset: offset,
+            dos_time,
+            dos_date,
+        });
+        offset += entry.encoded_len();
+    }
+    directory.encode_pending();
+    directory.end_of_entries = offset;
+    Ok(())
 }
 
 /// Writes `parts` one after the other from `offset`, with one `writev` when it takes them all.
@@ -1251,6 +1295,43 @@ mod tests {
         let len = append_to(&file, &mut directory, &[fine]);
         assert_eq!(read_directory(&file, len).unwrap(), directory);
         assert_eq!(zip_names(&path), vec!["a=a", "b=b"]);
+    }
+
+    /// Entries written without a directory, over one written before them, then one append:
+    /// a zip of every entry, with nothing of the old directory left; a refused write changes
+    /// nothing.
+    #[test]
+    fn entries_written_ahead_of_one_last_directory_make_a_whole_zip() {
+        let (_dir, path, file, mut directory) = fresh("a.zip");
+        // A directory longer than the entries written after it.
+        let first: Vec<_> = (0..20)
+            .map(|i| PreparedEntry::stored(format!("a{i}"), b"a".to_vec()))
+            .collect();
+        append_to(&file, &mut directory, &first);
+        let mut expected: Vec<String> = (0..20).map(|i| format!("a{i}=a")).collect();
+        for i in 0..3 {
+            let entry =
+                PreparedEntry::deflated(format!("e{i}"), format!("entry {i} ").repeat(9).as_bytes(), 6)
+                    .unwrap();
+            write_entries(&file, &mut directory, &[entry]).unwrap();
+            expected.push(format!("e{i}={}", format!("entry {i} ").repeat(9)));
+        }
+        let before = directory.clone();
+        let too_long = PreparedEntry::stored("n".repeat(70_000), b"x".to_vec());
+        let fine = PreparedEntry::stored("b", b"b".to_vec());
+        assert!(write_entries(&file, &mut directory, &[fine.clone(), too_long]).is_err());
+        assert_eq!(directory, before);
+        expected.push("b=b".to_owned());
+        // The file still ends with the first append's directory, past the entries written
+        // since: the last append cuts it off.
+        let len = file.metadata().unwrap().len();
+        assert!(len > directory.end_of_entries);
+        let len = append(&file, len, &mut directory, &[fine], Room::None)
+            .unwrap()
+            .len;
+        assert_eq!(len, file.metadata().unwrap().len());
+        assert_eq!(read_directory(&file, len).unwrap(), directory);
+        assert_eq!(zip_names(&path), expected);
     }
 
     #[test]

@@ -1399,3 +1399,98 @@ fn an_archive_of_many_runs_opens_without_comparing_each_run_with_every_other() {
             .all(|run| run.tests == [test] && run.manifest.is_none())
     );
 }
+
+/// The shards of run `run_id`, one per list of test names, each `kit-{run}.kittrace` in a
+/// folder of its own under `root`, as CI jobs leave them.
+fn shards(root: &Path, run_id: &str, tests: &[&[&str]]) -> Vec<PathBuf> {
+    tests
+        .iter()
+        .enumerate()
+        .map(|(i, names)| {
+            let dir = root.join(format!("job{i}"));
+            std::fs::create_dir(&dir).unwrap();
+            let (run, path) = run_with_writer(&dir, run_id, WriterOptions::default());
+            for name in *names {
+                run_test(&run, name, 1, TestOutcome::Passed);
+            }
+            path
+        })
+        .collect()
+}
+
+#[test]
+fn a_test_run_in_two_shards_is_flagged_once_with_each_shard_named_by_its_path() {
+    let root = tempfile::tempdir().unwrap();
+    let shards = shards(
+        root.path(),
+        "m1",
+        &[&["same", "same", "same", "only_a"], &["only_b", "same"]],
+    );
+    // Both are `kit-m1.kittrace`: only their paths tell them apart.
+    let (a, b) = (shards[0].display().to_string(), shards[1].display().to_string());
+    let out = root.path().join("merged.kittrace");
+    let summary = merge(&shards, &out).unwrap();
+    assert_eq!(summary.tests, 6);
+    // Runs of a name in one shard are its own business; in another shard, a second run of it.
+    assert_eq!(
+        summary.duplicates,
+        [format!(
+            "test `same` of run m1 is in {a} and {b} (two runs of it): both kept"
+        )]
+    );
+    let mut reader = ArchiveReader::open(&out).unwrap();
+    let info = reader.merge_info().unwrap().unwrap();
+    assert_eq!(info.sources, [a, b]);
+    assert_eq!(info.duplicates, summary.duplicates);
+    assert_eq!(reader.test_count(), 6);
+
+    // One shard given twice is one shard: its tests are stored once, and nothing is flagged.
+    let again = root.path().join("again.kittrace");
+    let summary = merge(&[shards[0].clone(), shards[0].clone()], &again).unwrap();
+    assert_eq!((summary.tests, summary.duplicates.len()), (4, 0));
+    let info = ArchiveReader::open(&again)
+        .unwrap()
+        .merge_info()
+        .unwrap()
+        .unwrap();
+    assert_eq!(info.sources, ["kit-m1.kittrace", "kit-m1.kittrace"]);
+}
+
+#[test]
+fn a_merge_larger_than_what_it_holds_in_memory_reads_back_whole() {
+    // 3 MiB of blobs that do not compress: the merge writes its entries as it goes, a
+    // mebibyte at a time, and its one directory at the end describes them all.
+    let root = tempfile::tempdir().unwrap();
+    let (run, path) = run_with_writer(root.path(), "m2", WriterOptions::default());
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    for i in 0..6 {
+        let body: Vec<u8> = (0..512 * 1024)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                (seed >> 24) as u8
+            })
+            .collect();
+        let ctx = run.begin_test(TestStarted::new(format!("t{i}")));
+        ctx.attach(
+            None,
+            Attachment::new("rest-01-response", "application/octet-stream", body),
+        );
+        ctx.finish(TestOutcome::Passed).unwrap();
+    }
+    let out = root.path().join("merged.kittrace");
+    merge(std::slice::from_ref(&path), &out).unwrap();
+
+    let mut shard = ArchiveReader::open(&path).unwrap();
+    let mut zip = zip::ZipArchive::new(File::open(&out).unwrap()).unwrap();
+    for i in 0..shard.entry_count() {
+        let (name, bytes) = shard.entry(i).unwrap();
+        let mut merged = Vec::new();
+        zip.by_name(&name).unwrap().read_to_end(&mut merged).unwrap();
+        assert!(merged == bytes, "{name} reads back otherwise");
+    }
+    assert_eq!(zip.len(), shard.entry_count() + 1, "and merge.json");
+    assert_eq!(entry_names(&out).len(), zip.len(), "each entry once");
+    assert_eq!(read_all(&out), read_all(&path));
+}
