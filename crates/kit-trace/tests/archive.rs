@@ -1480,7 +1480,7 @@ fn a_merge_larger_than_what_it_holds_in_memory_reads_back_whole() {
         ctx.finish(TestOutcome::Passed).unwrap();
     }
     let out = root.path().join("merged.kittrace");
-    merge(std::slice::from_ref(&path), &out).unwrap();
+    let summary = merge(std::slice::from_ref(&path), &out).unwrap();
 
     let mut shard = ArchiveReader::open(&path).unwrap();
     let mut zip = zip::ZipArchive::new(File::open(&out).unwrap()).unwrap();
@@ -1491,6 +1491,84 @@ fn a_merge_larger_than_what_it_holds_in_memory_reads_back_whole() {
         assert!(merged == bytes, "{name} reads back otherwise");
     }
     assert_eq!(zip.len(), shard.entry_count() + 1, "and merge.json");
+    assert_eq!((summary.runs, summary.tests, summary.blobs), (1, 6, 6));
     assert_eq!(entry_names(&out).len(), zip.len(), "each entry once");
     assert_eq!(read_all(&out), read_all(&path));
+}
+
+/// A writer in a folder of its own that records the fingerprint of `secret`, and its archive.
+fn run_with_secret(dir: &Path, run_id: &str, secret: &str) -> (KitRun, PathBuf) {
+    std::fs::create_dir(dir).unwrap();
+    let run_id = RunId::new(run_id).unwrap();
+    let secrets = std::sync::Arc::new(SecretRegistry::new());
+    assert!(secrets.remember(secret));
+    let writer = ArchiveWriter::create(dir, RunManifest::new(run_id.clone(), "cargo-test"))
+        .unwrap()
+        .with_secrets(secrets);
+    run_into(Bus::builder(), writer, run_id)
+}
+
+#[test]
+fn entries_of_one_name_with_other_content_in_two_shards_are_both_kept() {
+    let root = tempfile::tempdir().unwrap();
+    let (run, a) = run_with_secret(&root.path().join("a"), "m3", "first-secret-value");
+    let test = run_test(&run, "t", 2, TestOutcome::Passed);
+    let (run, other) = run_with_secret(&root.path().join("other"), "m3", "other-secret-value");
+    run_test(&run, "u", 1, TestOutcome::Passed);
+    let other_secrets = {
+        let mut reader = ArchiveReader::open(&other).unwrap();
+        (0..reader.entry_count())
+            .map(|i| reader.entry(i).unwrap())
+            .find(|(name, _)| name.contains("/secrets/"))
+            .unwrap()
+            .1
+    };
+    // Shard b: shard a with its test started under another name (a retry that differs, say)
+    // and its secrets entry holding another writer's fingerprints under the same name.
+    let mut reader = ArchiveReader::open(&a).unwrap();
+    let entries: Vec<(String, Vec<u8>)> = (0..reader.entry_count())
+        .map(|i| {
+            let (name, bytes) = reader.entry(i).unwrap();
+            let text = String::from_utf8_lossy(&bytes);
+            let bytes = if name.contains("/secrets/") {
+                other_secrets.clone()
+            } else {
+                text.replace(r#""name":"t""#, r#""name":"t-again""#).into_bytes()
+            };
+            (name, bytes)
+        })
+        .collect();
+    let b = root.path().join("b.kittrace");
+    let entries: Vec<(&str, &[u8])> = entries.iter().map(|(n, b)| (n.as_str(), &b[..])).collect();
+    write_zip(&b, &entries);
+
+    let out = root.path().join("merged.kittrace");
+    let summary = merge(&[a.clone(), b], &out).unwrap();
+    assert_eq!((summary.runs, summary.tests, summary.blobs), (1, 2, 0));
+    let [flag] = &summary.duplicates[..] else {
+        panic!("{:?}", summary.duplicates)
+    };
+    let kept_as = flag
+        .strip_prefix(&format!(
+            "test {test} of run m3 is in two shards with different events: the copy from b.kittrace is kept as "
+        ))
+        .unwrap_or_else(|| panic!("{flag}"));
+    // Every segment of the copy moved to its new id, and reads back whole.
+    let merged = read_all(&out);
+    let names: Vec<(&str, String)> = merged
+        .iter()
+        .map(|t| (t.name.as_str(), t.test_id.to_string()))
+        .collect();
+    assert_eq!(names.len(), 2);
+    assert!(names.contains(&("t", test.to_string())), "{names:?}");
+    assert!(names.contains(&("t-again", kept_as.to_owned())), "{names:?}");
+    let original = &read_all(&a)[0];
+    assert!(
+        merged
+            .iter()
+            .all(|t| t.events.len() == original.events.len() && t.outcome == TestOutcome::Passed)
+    );
+    let sets = ArchiveReader::open(&out).unwrap().secret_fingerprints().unwrap();
+    assert_eq!(sets.len(), 2, "both writers' fingerprints are kept");
+    assert_ne!(sets[0], sets[1]);
 }
