@@ -3,7 +3,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::fs::File;
 use std::io::BufWriter;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
@@ -48,74 +48,20 @@ impl From<std::io::Error> for Failed {
 
 type Out<'a> = PrettyWriter<BufWriter<&'a File>>;
 
-/// Where an export is written: beside its output, or into it when it is no regular file.
-enum Target {
-    Partial(Partial),
-    Direct(File),
-}
-
-/// A file written beside an export's output and renamed over it once whole; removed if it
-/// never is. Made as `File::create` makes a file (the umask's permissions), not 0600.
-struct Partial {
-    path: PathBuf,
-    file: File,
-    kept: bool,
-}
-
-impl Partial {
-    fn beside(output: &Path) -> std::io::Result<Partial> {
-        // In the output's directory, so that the rename stays on one file system.
-        let name = output.file_name().unwrap_or(output.as_os_str()).to_string_lossy();
-        let path = output.with_file_name(format!(".{name}.{}.partial", std::process::id()));
-        let file = File::options().write(true).create_new(true).open(&path)?;
-        Ok(Partial {
-            path,
-            file,
-            kept: false,
-        })
-    }
-
-    fn rename_to(mut self, output: &Path) -> std::io::Result<()> {
-        std::fs::rename(&self.path, output)?;
-        self.kept = true;
-        Ok(())
-    }
-}
-
-impl Drop for Partial {
-    fn drop(&mut self) {
-        if !self.kept {
-            let _ = std::fs::remove_file(&self.path);
-        }
-    }
-}
-
-/// Writes the document `write` streams to `path`. A regular file (or a new one) is written
-/// beside it first and renamed into place, so a failed export leaves what was there before; a
-/// device, a pipe (`/dev/stdout`) or a symbolic link (which a rename would replace) is written
-/// directly.
+/// Writes the document `write` streams to `path`, whole or not at all
+/// ([`crate::output::write_whole`]).
 fn write_streamed(path: &Path, write: impl FnOnce(&mut Out<'_>) -> Result<(), Failed>) -> Result<(), Exit> {
-    let cannot = |e: std::io::Error| Exit::input(format!("{}: cannot write: {e}", path.display()));
-    let target = if std::fs::symlink_metadata(path).is_ok_and(|m| !m.is_file()) {
-        Target::Direct(File::create(path).map_err(cannot)?)
-    } else {
-        Target::Partial(Partial::beside(path).map_err(cannot)?)
-    };
-    let file = match &target {
-        Target::Partial(partial) => &partial.file,
-        Target::Direct(file) => file,
-    };
-    let mut w = PrettyWriter::new(BufWriter::with_capacity(256 * 1024, file));
-    // `finish` flushes what the buffer holds.
-    match write(&mut w).and_then(|()| Ok(w.finish().map(drop)?)) {
-        Ok(()) => {}
-        Err(Failed::Read(e)) => return Err(Exit::input(e)),
-        Err(Failed::Write(e)) => return Err(cannot(e)),
-    }
-    if let Target::Partial(partial) = target {
-        partial.rename_to(path).map_err(cannot)?;
-    }
-    Ok(())
+    let written = crate::output::write_whole(path, |file| {
+        let mut w = PrettyWriter::new(BufWriter::with_capacity(256 * 1024, file));
+        write(&mut w)?;
+        // `finish` flushes what the buffer holds.
+        w.finish()?;
+        Ok(())
+    });
+    written.map_err(|failed| match failed {
+        Failed::Read(e) => Exit::input(e),
+        Failed::Write(e) => Exit::input(format!("{}: cannot write: {e}", path.display())),
+    })
 }
 
 // === HAR 1.2 ===

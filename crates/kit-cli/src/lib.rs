@@ -15,6 +15,7 @@ mod export;
 mod inputs;
 mod merge;
 mod model;
+mod output;
 mod pretty;
 mod progress;
 mod render;
@@ -111,10 +112,10 @@ fn dispatch(command: Command) -> Result<(), Exit> {
     }
 }
 
-/// Writes `text` to `output`, or to stdout.
+/// Writes `text` to `output`, whole or not at all ([`output::write_whole`]), or to stdout.
 pub(crate) fn write_output(output: Option<&Path>, text: &[u8]) -> Result<(), Exit> {
     match output {
-        Some(path) => std::fs::write(path, text)
+        Some(path) => output::write_whole(path, |mut file| file.write_all(text))
             .map_err(|e| Exit::input(format!("{}: cannot write: {e}", path.display()))),
         None => {
             let mut stdout = std::io::stdout().lock();

@@ -1106,3 +1106,42 @@ fn a_test_of_many_requests_exports_each_exchange_and_assertion_to_its_request() 
         assert_eq!(span["status"]["code"], code, "{span}");
     }
 }
+
+/// `report -o` and `coverage -o` write their file as exports do, whole or not at all: a file
+/// there is replaced, a link is written through and stays, and a folder that does not exist
+/// fails with one line and leaves nothing.
+#[cfg(unix)]
+#[test]
+fn report_and_coverage_outputs_replace_a_file_and_write_through_a_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = archive(dir.path(), "outputs", &[("t0", 200, TestOutcome::Passed)]);
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    for command in ["report", "coverage"] {
+        let run = |to: &Path| kit_cli(&[command.as_ref(), path.as_os_str(), "-o".as_ref(), to.as_os_str()]);
+        let file = out.join(format!("{command}.txt"));
+        std::fs::write(&file, "what was there").unwrap();
+        let output = run(&file);
+        assert!(output.status.success(), "{command}: {}", stderr(&output));
+        let written = std::fs::read_to_string(&file).unwrap();
+        assert!(written.contains("GET"), "{command}: {written}");
+
+        let link = out.join(format!("{command}.link"));
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        std::fs::write(&file, "what was there").unwrap();
+        assert!(run(&link).status.success(), "{command}");
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), written, "{command}");
+
+        assert_input_error(&run(&out.join("missing").join("x.txt")), "cannot write");
+    }
+    let mut left: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        ["coverage.link", "coverage.txt", "report.link", "report.txt"]
+    );
+}
