@@ -179,7 +179,6 @@ fn merge_into(file: &File, out: &Path, shards: &[PathBuf]) -> Result<MergeSummar
     let mut blobs = 0;
     for entry in &directory.entries {
         match EntryPath::parse(&entry.name) {
-            EntryPath::Manifest(_) => {}
             EntryPath::Segment(_, _, 0) => tests += 1,
             EntryPath::Blob(_) => blobs += 1,
             _ => {}
@@ -237,9 +236,9 @@ struct TestNames {
     seen: HashMap<(RunId, String), Vec<NameInShard>>,
 }
 
-/// The first two distinct test ids one shard gave a name. Two are enough: whatever id a test
-/// has, a shard that gave the name to another id has one of its first two other than it. So a
-/// name given to many tests costs as many shards, not as many tests, to look up.
+/// The first test id one shard gave a name, and the last other one. Two are enough: whatever
+/// id a test has, a shard that gave the name to another id has one of these two other than it.
+/// So a name given to many tests costs as many shards, not as many tests, to look up.
 struct NameInShard {
     shard: usize,
     first: TestId,
@@ -262,7 +261,7 @@ impl TestNames {
             .find(|seen| seen.shard != shard && seen.has_other_than(test))
             .map(|seen| seen.shard);
         match shards.iter_mut().find(|seen| seen.shard == shard) {
-            Some(seen) if seen.first != test && seen.second.is_none() => seen.second = Some(test),
+            Some(seen) if seen.first != test => seen.second = Some(test),
             Some(_) => {}
             None => shards.push(NameInShard {
                 shard,
@@ -329,6 +328,9 @@ mod tests {
         assert_eq!(names.add(&run, "n", z, 0), Some(1));
         assert_eq!(names.add(&run, "n", x, 3), Some(0), "shard 0 gave it to y too");
         assert_eq!(names.add(&run, "n", w, 2), Some(0));
+        // A shard given twice gives its ids again: what it gave before is kept.
+        assert_eq!(names.add(&run, "n", x, 0), Some(2), "shard 2 gave it to w");
+        assert_eq!(names.add(&run, "n", x, 4), Some(0), "shard 0 still has another");
         // Another name, or the same name in another run, starts afresh.
         assert_eq!(names.add(&run, "m", y, 1), None);
         assert_eq!(names.add(&RunId::new("s").unwrap(), "n", z, 1), None);

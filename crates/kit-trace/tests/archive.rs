@@ -1571,4 +1571,12 @@ fn entries_of_one_name_with_other_content_in_two_shards_are_both_kept() {
     let sets = ArchiveReader::open(&out).unwrap().secret_fingerprints().unwrap();
     assert_eq!(sets.len(), 2, "both writers' fingerprints are kept");
     assert_ne!(sets[0], sets[1]);
+    // The same entry from two shards is stored once.
+    let again = root.path().join("again.kittrace");
+    merge(&[a.clone(), a], &again).unwrap();
+    let sets = ArchiveReader::open(&again)
+        .unwrap()
+        .secret_fingerprints()
+        .unwrap();
+    assert_eq!(sets.len(), 1);
 }
