@@ -1334,6 +1334,24 @@ mod tests {
         assert_eq!(zip_names(&path), expected);
     }
 
+    /// The local header holds 32-bit sizes: an entry past them is refused, naming it.
+    #[test]
+    fn an_entry_past_four_gibibytes_is_refused_and_one_at_the_limit_is_not() {
+        let (_dir, _path, file, mut directory) = fresh("a.zip");
+        // The size an entry says it has (nothing reads this one back).
+        let mut entry = PreparedEntry::stored("big", b"x".to_vec());
+        entry.uncompressed_size = MAX_ENTRY_BYTES + 1;
+        let refused = write_entries(&file, &mut directory, std::slice::from_ref(&entry)).unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            "entry big is larger than 4 GiB, which this archive format does not store"
+        );
+        assert!(directory.entries.is_empty());
+        entry.uncompressed_size = MAX_ENTRY_BYTES;
+        write_entries(&file, &mut directory, &[entry]).unwrap();
+        assert_eq!(directory.entries.len(), 1);
+    }
+
     #[test]
     fn a_file_cut_anywhere_salvages_to_its_whole_entries() {
         let (dir, path, file, mut directory) = fresh("a.zip");
