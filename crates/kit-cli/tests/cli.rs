@@ -450,6 +450,16 @@ fn otlp_gives_each_run_of_a_merged_archive_its_resource() {
     assert_eq!(runs, [("run-a".to_owned(), 2), ("run-b".to_owned(), 4)], "{otlp}");
 }
 
+/// The names of the files in `dir`, sorted: what a command left there.
+fn file_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
 /// Scrambles the data of the `nth` test's entries in the archive at `path`; gives its id.
 fn damage_test(path: &Path, nth: usize) -> String {
     let id = kit_trace::ArchiveReader::open(path)
@@ -553,12 +563,10 @@ fn a_failed_export_leaves_its_output_as_it_was_and_a_pipe_is_written_directly() 
         assert_input_error(&export(flag, &fresh), &format!("tests/{second}/"));
         assert!(!fresh.exists(), "{flag}");
     }
-    let mut left: Vec<String> = std::fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+    let left: Vec<String> = file_names(dir.path())
+        .into_iter()
         .filter(|name| !name.ends_with(".kittrace") && !name.ends_with(".lock"))
         .collect();
-    left.sort();
     assert_eq!(left, ["kept.json", "link.har", "made.har", "pipe", "plain"]);
 }
 
@@ -1135,13 +1143,8 @@ fn report_and_coverage_outputs_replace_a_file_and_write_through_a_link() {
 
         assert_input_error(&run(&out.join("missing").join("x.txt")), "cannot write");
     }
-    let mut left: Vec<String> = std::fs::read_dir(&out)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    left.sort();
     assert_eq!(
-        left,
+        file_names(&out),
         ["coverage.link", "coverage.txt", "report.link", "report.txt"]
     );
 }
