@@ -15,8 +15,8 @@ pub(crate) fn merge(shards: &[PathBuf], output: &Path) -> Result<(), Exit> {
         summary.tests,
         summary.blobs
     );
-    for duplicate in &summary.duplicates {
-        text.push_str(&format!("warning: {duplicate}\n"));
+    for warning in summary.salvaged.iter().chain(&summary.duplicates) {
+        text.push_str(&format!("warning: {warning}\n"));
     }
     write_output(None, text.as_bytes())
 }

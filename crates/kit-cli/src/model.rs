@@ -378,10 +378,13 @@ fn read_archive(
         builder.report.archives.push(short(path));
         if let Some(info) = &merged {
             let of_run = format!("of run {} ", summary.run_id);
-            builder
-                .report
-                .notes
-                .extend(info.duplicates.iter().filter(|d| d.contains(&of_run)).cloned());
+            builder.report.notes.extend(
+                info.salvaged
+                    .iter()
+                    .chain(&info.duplicates)
+                    .filter(|d| d.contains(&of_run))
+                    .cloned(),
+            );
         }
         if let Some(s) = salvage {
             builder.report.notes.push(format!(

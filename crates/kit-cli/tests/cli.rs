@@ -207,6 +207,25 @@ fn a_truncated_archive_is_salvaged_with_a_note() {
     let text = stdout(&output);
     assert!(text.contains("note: kit-cut.kittrace was cut short"), "{text}");
     assert!(text.contains("Passed first\nPassed second\n"), "{text}");
+
+    // Merged, the archive is whole, and still says its shard was cut short.
+    let merged = dir.path().join("merged.kittrace");
+    let output = kit_cli(&[
+        "merge".as_ref(),
+        "-o".as_ref(),
+        merged.as_os_str(),
+        path.as_os_str(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let cut = "shard kit-cut.kittrace of run cut was cut short (its writer was killed?)";
+    assert!(
+        stdout(&output).contains(&format!("warning: {cut}")),
+        "{}",
+        stdout(&output)
+    );
+    let text = stdout(&report(&[&merged]));
+    assert!(text.contains(&format!("note: {cut}")), "{text}");
+    assert!(!text.contains("note: merged.kittrace"), "{text}");
 }
 
 #[test]

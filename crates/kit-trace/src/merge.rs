@@ -26,6 +26,9 @@ pub struct MergeSummary {
     pub blobs: usize,
     /// Tests found in more than one shard, one line each.
     pub duplicates: Vec<String>,
+    /// Shards that were cut short (their writer killed), one line for each of their runs:
+    /// their whole entries were merged, and the merged archive is whole.
+    pub salvaged: Vec<String>,
 }
 
 /// `merge.json`: where a merged archive's entries came from, and what was flagged.
@@ -39,6 +42,10 @@ pub struct MergeInfo {
     /// Tests found in more than one shard, one line each.
     #[serde(default)]
     pub duplicates: Vec<String>,
+    /// Shards that were cut short, one line for each of their runs (absent from a
+    /// `merge.json` written before it was added).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub salvaged: Vec<String>,
 }
 
 /// Merges `shards` into a new archive at `out` (refused if it exists): every run's manifest
@@ -90,11 +97,21 @@ fn merge_into(file: &File, out: &Path, shards: &[PathBuf]) -> Result<MergeSummar
     let mut written: HashMap<String, [u8; 32]> = HashMap::new();
     let mut names = TestNames::default();
     let mut duplicates = Vec::new();
+    let mut salvaged = Vec::new();
     let sources = shard_labels(shards);
     let same_file = same_files(shards);
     for (shard_index, shard) in shards.iter().enumerate() {
         let shard_name = &sources[shard_index];
         let mut reader = ArchiveReader::open(shard)?;
+        if let Some(cut) = reader.salvage() {
+            // A merged archive is whole: what its readers cannot see any more, it says.
+            for run in reader.runs() {
+                salvaged.push(format!(
+                    "shard {shard_name} of run {} was cut short (its writer was killed?): its {} whole entries were merged, {} damaged bytes left out",
+                    run.run_id, cut.entries, cut.dropped_bytes
+                ));
+            }
+        }
         // Tests whose events differ from those of the same id already written: new ids.
         let mut renamed: HashMap<(RunId, TestId), TestId> = HashMap::new();
         for index in 0..reader.entry_count() {
@@ -167,6 +184,7 @@ fn merge_into(file: &File, out: &Path, shards: &[PathBuf]) -> Result<MergeSummar
         format_version: FORMAT_VERSION.to_string(),
         sources,
         duplicates: duplicates.clone(),
+        salvaged: salvaged.clone(),
     };
     let json = serde_json::to_vec_pretty(&info).map_err(|e| TraceError::Encode(e.to_string()))?;
     batch.push(PreparedEntry::stored(MERGE_ENTRY, json));
@@ -194,6 +212,7 @@ fn merge_into(file: &File, out: &Path, shards: &[PathBuf]) -> Result<MergeSummar
         tests,
         blobs,
         duplicates,
+        salvaged,
     })
 }
 

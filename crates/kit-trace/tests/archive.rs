@@ -1580,3 +1580,27 @@ fn entries_of_one_name_with_other_content_in_two_shards_are_both_kept() {
         .unwrap();
     assert_eq!(sets.len(), 1);
 }
+
+#[test]
+fn a_shard_cut_short_is_merged_whole_and_says_so() {
+    let root = tempfile::tempdir().unwrap();
+    let (run, path) = run_with_writer(root.path(), "m4", WriterOptions::default());
+    for i in 0..3 {
+        run_test(&run, &format!("t{i}"), 2, TestOutcome::Passed);
+    }
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::write(&path, &bytes[..bytes.len() - 40]).unwrap();
+    let cut = ArchiveReader::open(&path).unwrap().salvage().unwrap();
+
+    let out = root.path().join("merged.kittrace");
+    let summary = merge(std::slice::from_ref(&path), &out).unwrap();
+    let note = format!(
+        "shard kit-m4.kittrace of run m4 was cut short (its writer was killed?): its {} whole entries were merged, {} damaged bytes left out",
+        cut.entries, cut.dropped_bytes
+    );
+    assert_eq!(summary.salvaged, [note]);
+    let mut merged = ArchiveReader::open(&out).unwrap();
+    assert_eq!(merged.salvage(), None, "the merged archive is whole");
+    assert_eq!(merged.merge_info().unwrap().unwrap().salvaged, summary.salvaged);
+    assert_eq!(read_all(&out), read_all(&path));
+}
