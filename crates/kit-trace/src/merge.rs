@@ -27,7 +27,7 @@ pub struct MergeSummary {
     /// Tests found in more than one shard, one line each.
     pub duplicates: Vec<String>,
     /// Shards that were cut short (their writer killed), one line for each of their runs:
-    /// their whole entries were merged, and the merged archive is whole.
+    /// their whole entries were read and merged, and the merged archive is whole.
     pub salvaged: Vec<String>,
 }
 
@@ -107,7 +107,7 @@ fn merge_into(file: &File, out: &Path, shards: &[PathBuf]) -> Result<MergeSummar
             // A merged archive is whole: what its readers cannot see any more, it says.
             for run in reader.runs() {
                 salvaged.push(format!(
-                    "shard {shard_name} of run {} was cut short (its writer was killed?): its {} whole entries were merged, {} damaged bytes left out",
+                    "shard {shard_name} of run {} was cut short (its writer was killed?): read {} whole entries, left out {} damaged bytes",
                     run.run_id, cut.entries, cut.dropped_bytes
                 ));
             }

@@ -1595,7 +1595,7 @@ fn a_shard_cut_short_is_merged_whole_and_says_so() {
     let out = root.path().join("merged.kittrace");
     let summary = merge(std::slice::from_ref(&path), &out).unwrap();
     let note = format!(
-        "shard kit-m4.kittrace of run m4 was cut short (its writer was killed?): its {} whole entries were merged, {} damaged bytes left out",
+        "shard kit-m4.kittrace of run m4 was cut short (its writer was killed?): read {} whole entries, left out {} damaged bytes",
         cut.entries, cut.dropped_bytes
     );
     assert_eq!(summary.salvaged, [note]);
