@@ -22,6 +22,13 @@ fn report(paths: &[&Path]) -> Output {
     kit_cli(&args)
 }
 
+/// `kit-cli merge -o out shards…`.
+fn merge(out: &Path, shards: &[&Path]) -> Output {
+    let mut args: Vec<&std::ffi::OsStr> = vec!["merge".as_ref(), "-o".as_ref(), out.as_os_str()];
+    args.extend(shards.iter().map(|p| p.as_os_str()));
+    kit_cli(&args)
+}
+
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
@@ -210,12 +217,7 @@ fn a_truncated_archive_is_salvaged_with_a_note() {
 
     // Merged, the archive is whole, and still says its shard was cut short.
     let merged = dir.path().join("merged.kittrace");
-    let output = kit_cli(&[
-        "merge".as_ref(),
-        "-o".as_ref(),
-        merged.as_os_str(),
-        path.as_os_str(),
-    ]);
+    let output = merge(&merged, &[&path]);
     assert!(output.status.success(), "{}", stderr(&output));
     let cut = "shard kit-cut.kittrace of run cut was cut short (its writer was killed?)";
     assert!(
@@ -439,13 +441,7 @@ fn otlp_gives_each_run_of_a_merged_archive_its_resource() {
         &[("t2", 201, TestOutcome::Passed), ("t3", 500, TestOutcome::Passed)],
     );
     let merged = a.path().join("merged.kittrace");
-    let output = kit_cli(&[
-        "merge".as_ref(),
-        "-o".as_ref(),
-        merged.as_os_str(),
-        first.as_os_str(),
-        second.as_os_str(),
-    ]);
+    let output = merge(&merged, &[&first, &second]);
     assert!(output.status.success(), "{}", stderr(&output));
     let otlp = exported(&merged, "--otlp", a.path());
     let resources = otlp["resourceSpans"].as_array().unwrap();
