@@ -103,6 +103,11 @@ fn merge_into(file: &File, out: &Path, shards: &[PathBuf]) -> Result<MergeSummar
     for (shard_index, shard) in shards.iter().enumerate() {
         let shard_name = &sources[shard_index];
         let mut reader = ArchiveReader::open(shard)?;
+        // A shard merged before keeps what its merge flagged (its `merge.json` is not copied).
+        if let Some(info) = reader.merge_info()? {
+            duplicates.extend(info.duplicates);
+            salvaged.extend(info.salvaged);
+        }
         if let Some(cut) = reader.salvage() {
             // A merged archive is whole: what its readers cannot see any more, it says.
             for run in reader.runs() {

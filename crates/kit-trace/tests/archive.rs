@@ -1603,4 +1603,22 @@ fn a_shard_cut_short_is_merged_whole_and_says_so() {
     assert_eq!(merged.salvage(), None, "the merged archive is whole");
     assert_eq!(merged.merge_info().unwrap().unwrap().salvaged, summary.salvaged);
     assert_eq!(read_all(&out), read_all(&path));
+
+    // Merged again with another shard, the note stays, beside what the new merge finds.
+    let shards = shards(root.path(), "m4", &[&["t0"]]);
+    let again = root.path().join("again.kittrace");
+    let summary = merge(&[out.clone(), shards[0].clone()], &again).unwrap();
+    assert_eq!(summary.salvaged.len(), 1, "{:?}", summary.salvaged);
+    assert!(summary.salvaged[0].starts_with("shard kit-m4.kittrace of run m4 was cut short"));
+    assert_eq!(summary.duplicates.len(), 1, "{:?}", summary.duplicates);
+    assert!(summary.duplicates[0].starts_with("test `t0` of run m4 is in merged.kittrace and "));
+    let info = ArchiveReader::open(&again)
+        .unwrap()
+        .merge_info()
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (info.salvaged, info.duplicates),
+        (summary.salvaged, summary.duplicates)
+    );
 }
