@@ -101,6 +101,10 @@ fn merge_into(file: &File, out: &Path, shards: &[PathBuf]) -> Result<MergeSummar
     let sources = shard_labels(shards);
     let same_file = same_files(shards);
     for (shard_index, shard) in shards.iter().enumerate() {
+        if same_file[shard_index] != shard_index {
+            // A file given twice: everything in it is merged already.
+            continue;
+        }
         let shard_name = &sources[shard_index];
         let mut reader = ArchiveReader::open(shard)?;
         // A shard merged before keeps what its merge flagged (its `merge.json` is not copied).
@@ -143,7 +147,7 @@ fn merge_into(file: &File, out: &Path, shards: &[PathBuf]) -> Result<MergeSummar
                 EntryPath::Segment(run, test, segment) => {
                     if segment == 0
                         && let Some(test_name) = started_name(&bytes, &run, test)
-                        && let Some(other) = names.add(&run, &test_name, test, same_file[shard_index])
+                        && let Some(other) = names.add(&run, &test_name, test, shard_index)
                     {
                         let other = &sources[other];
                         duplicates.push(format!(
@@ -241,7 +245,8 @@ fn shard_labels(shards: &[PathBuf]) -> Vec<String> {
         .collect()
 }
 
-/// For each shard, the first shard that is the same file (itself, unless given twice).
+/// For each shard, the first shard that is the same file (itself, unless given twice): a file
+/// given twice is merged once.
 fn same_files(shards: &[PathBuf]) -> Vec<usize> {
     let canonical: Vec<PathBuf> = shards
         .iter()
