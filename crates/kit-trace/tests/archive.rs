@@ -1571,9 +1571,12 @@ fn entries_of_one_name_with_other_content_in_two_shards_are_both_kept() {
     let sets = ArchiveReader::open(&out).unwrap().secret_fingerprints().unwrap();
     assert_eq!(sets.len(), 2, "both writers' fingerprints are kept");
     assert_ne!(sets[0], sets[1]);
-    // The same entry from two shards is stored once.
+    // The same entries in two files (a shard and its copy) are stored once, and flag nothing.
+    let copy = root.path().join("copy.kittrace");
+    std::fs::copy(&a, &copy).unwrap();
     let again = root.path().join("again.kittrace");
-    merge(&[a.clone(), a], &again).unwrap();
+    let summary = merge(&[a, copy], &again).unwrap();
+    assert_eq!((summary.tests, summary.duplicates.len()), (1, 0));
     let sets = ArchiveReader::open(&again)
         .unwrap()
         .secret_fingerprints()
