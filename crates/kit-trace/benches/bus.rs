@@ -10,15 +10,16 @@
 //! Prints events/s (the median of three runs) and the send latency percentiles of the median
 //! run, and checks that every collector received every event.
 //!
-//! `cargo bench -p kit-trace --bench bus` (set `KIT_BENCH_EVENTS` to change the total, and
-//! `KIT_BENCH_ROW` to `counting` or `archive` to run one row).
+//! `cargo bench -p kit-trace --bench bus` (set `KIT_BENCH_EVENTS` to change the total,
+//! `KIT_BENCH_ROW` to `counting` or `archive` to run one row, and `KIT_BENCH_LEVEL` to the
+//! archive's deflate level, 0–9, to see what deflating costs the archive row).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use kit_core::*;
-use kit_trace::{ArchiveWriter, RunManifest};
+use kit_trace::{ArchiveWriter, RunManifest, WriterOptions};
 
 const THREADS: usize = 8;
 const EVENTS_PER_TEST: usize = 1_000;
@@ -54,8 +55,10 @@ fn run(total: usize, archive: bool) -> Outcome {
     let run_id = RunId::generate();
     let mut builder = Bus::builder();
     let counted = if archive {
+        let options = WriterOptions::default().with_compression_level(deflate_level());
         let writer =
-            ArchiveWriter::create(dir.path(), RunManifest::new(run_id.clone(), "bench")).expect("writer");
+            ArchiveWriter::with_options(dir.path(), RunManifest::new(run_id.clone(), "bench"), options)
+                .expect("writer");
         builder = builder.collector(writer);
         &counters[..2]
     } else {
@@ -115,6 +118,18 @@ fn run(total: usize, archive: bool) -> Outcome {
     Outcome {
         events_per_sec: stats.published as f64 / elapsed.as_secs_f64(),
         latencies,
+    }
+}
+
+/// `KIT_BENCH_LEVEL`, else the writer's default. (`vs_reqwest` reads the same variable: a
+/// bench binary of another crate.)
+fn deflate_level() -> u32 {
+    let Ok(level) = std::env::var("KIT_BENCH_LEVEL") else {
+        return WriterOptions::default().compression_level;
+    };
+    match level.parse() {
+        Ok(level @ 0..=9) => level,
+        _ => panic!("KIT_BENCH_LEVEL={level:?}: expected a deflate level, 0–9"),
     }
 }
 
