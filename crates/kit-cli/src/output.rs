@@ -34,7 +34,16 @@ impl Partial {
         // In the output's directory, so that the rename stays on one file system.
         let name = output.file_name().unwrap_or(output.as_os_str()).to_string_lossy();
         let path = output.with_file_name(format!(".{name}.{}.partial", std::process::id()));
-        let file = File::options().write(true).create_new(true).open(&path)?;
+        let create = || File::options().write(true).create_new(true).open(&path);
+        let file = match create() {
+            // Left by a process killed before it could remove it, whose id this one now has:
+            // no live process writes it.
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                std::fs::remove_file(&path)?;
+                create()?
+            }
+            made => made?,
+        };
         Ok(Partial {
             path,
             file,
@@ -54,5 +63,37 @@ impl Drop for Partial {
         if !self.kept {
             let _ = std::fs::remove_file(&self.path);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_partial_file_left_by_a_killed_process_of_the_same_id_is_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let output = dir.path().join("report.txt");
+        let stale = dir
+            .path()
+            .join(format!(".report.txt.{}.partial", std::process::id()));
+        std::fs::write(&stale, "half of an old report").unwrap();
+        write_whole(&output, |mut file| io::Write::write_all(&mut file, b"whole")).unwrap();
+        assert_eq!(std::fs::read_to_string(&output).unwrap(), "whole");
+        assert!(!stale.exists());
+    }
+
+    #[test]
+    fn a_failed_write_leaves_the_output_as_it_was_and_nothing_beside_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let output = dir.path().join("report.txt");
+        std::fs::write(&output, "what was there").unwrap();
+        let failed = write_whole(&output, |mut file| {
+            io::Write::write_all(&mut file, b"part")?;
+            Err(io::Error::other("the disk is full"))
+        });
+        assert_eq!(failed.unwrap_err().to_string(), "the disk is full");
+        assert_eq!(std::fs::read_to_string(&output).unwrap(), "what was there");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 }
