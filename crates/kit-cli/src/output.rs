@@ -36,8 +36,9 @@ impl Partial {
         let path = output.with_file_name(format!(".{name}.{}.partial", std::process::id()));
         let create = || File::options().write(true).create_new(true).open(&path);
         let file = match create() {
-            // Left by a process killed before it could remove it, whose id this one now has:
-            // no live process writes it.
+            // Left by a process killed before it could remove it, whose id this one now has.
+            // (Two live processes share an id only in PID namespaces sharing this folder, both
+            // writing this output: one of them fails either way.)
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                 std::fs::remove_file(&path)?;
                 create()?
