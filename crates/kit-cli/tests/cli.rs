@@ -1131,8 +1131,8 @@ fn a_test_of_many_requests_exports_each_exchange_and_assertion_to_its_request() 
 }
 
 /// `report -o` and `coverage -o` write their file as exports do, whole or not at all: a file
-/// there is replaced, a link is written through and stays, and a folder that does not exist
-/// fails with one line and leaves nothing.
+/// there is replaced, a link is written through and stays, a write that fails part way leaves
+/// the file as it was, and a folder that does not exist fails with one line and leaves nothing.
 #[cfg(unix)]
 #[test]
 fn report_and_coverage_outputs_replace_a_file_and_write_through_a_link() {
@@ -1157,6 +1157,30 @@ fn report_and_coverage_outputs_replace_a_file_and_write_through_a_link() {
         assert_eq!(std::fs::read_to_string(&file).unwrap(), written, "{command}");
 
         assert_input_error(&run(&out.join("missing").join("x.txt")), "cannot write");
+
+        // A write that fails part way, here at a file size limit of 1 KiB (`ulimit -f`, with
+        // the signal it sends ignored so that the write fails instead), leaves the file as it
+        // was: `fs::write` would have left the first kibibyte of the new text.
+        assert!(written.len() > 1024, "{command}: the limit must cut the output");
+        std::fs::write(&file, "what was there").unwrap();
+        let limited = Command::new("bash")
+            .args(["-c", r#"trap '' XFSZ; ulimit -f 1; exec "$0" "$@""#])
+            .arg(env!("CARGO_BIN_EXE_kit-cli"))
+            .args([
+                command.as_ref(),
+                path.as_os_str(),
+                "-o".as_ref(),
+                file.as_os_str(),
+            ])
+            .output()
+            .unwrap();
+        assert_input_error(&limited, "File too large");
+        let kept = std::fs::read(&file).unwrap();
+        assert!(
+            kept == b"what was there",
+            "{command}: {}",
+            String::from_utf8_lossy(&kept)
+        );
     }
     assert_eq!(
         file_names(&out),
