@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
-use kit_core::{AttributeValue, Attributes, EventKind, OperationStatus, TestOutcome, semconv};
+use kit_core::{AttributeValue, Attributes, EventId, EventKind, OperationStatus, TestOutcome, semconv};
 use kit_trace::{ArchiveReader, TestRecord};
 
 use crate::Exit;
@@ -306,17 +306,18 @@ struct SpanBuilder {
     events: Vec<Value>,
 }
 
-/// A test's spans in the order they started, found by id: a test of many requests looks its
-/// spans up once an event, so a scan of the list made exporting it quadratic (20 000 requests
-/// in one test took 6.4 s).
+/// A test's spans in the order they started, found by the id of the event that started them
+/// (the test's own span by its first event's): a test of many requests looks its spans up once
+/// an event, so a scan of the list made exporting it quadratic (20 000 requests in one test
+/// took 6.4 s). Ids are turned into text only where a span is written.
 struct Spans {
     builders: Vec<SpanBuilder>,
-    by_id: HashMap<String, usize>,
+    by_id: HashMap<EventId, usize>,
 }
 
 impl Spans {
     /// The test's own span, first and always there.
-    fn new(root_id: String, root: SpanBuilder) -> Self {
+    fn new(root_id: Option<EventId>, root: SpanBuilder) -> Self {
         let mut spans = Spans {
             builders: Vec::new(),
             by_id: HashMap::new(),
@@ -326,13 +327,19 @@ impl Spans {
     }
 
     /// Adds a span; an id already taken still finds the first span that took it.
-    fn push(&mut self, id: String, builder: SpanBuilder) {
-        self.by_id.entry(id).or_insert(self.builders.len());
+    fn push(&mut self, id: Option<EventId>, builder: SpanBuilder) {
+        if let Some(id) = id {
+            self.by_id.entry(id).or_insert(self.builders.len());
+        }
         self.builders.push(builder);
     }
 
-    fn get_mut(&mut self, id: &str) -> Option<&mut SpanBuilder> {
-        let i = *self.by_id.get(id)?;
+    /// The span `parent` names, or the test's own span for none.
+    fn of_parent(&mut self, parent: Option<EventId>) -> Option<&mut SpanBuilder> {
+        let i = match parent {
+            Some(id) => *self.by_id.get(&id)?,
+            None => 0,
+        };
         self.builders.get_mut(i)
     }
 
@@ -345,7 +352,7 @@ impl Spans {
 
 /// An assertion started and not yet ended: an event of its parent's span once it ends.
 struct OpenAssertion {
-    parent: Option<String>,
+    parent: Option<EventId>,
     stamp: u64,
     name: String,
     attributes: Attributes,
@@ -361,10 +368,8 @@ fn test_spans(record: &TestRecord) -> Vec<Value> {
     let ended = record.duration.map_or(last, |d| {
         started.saturating_add(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
     });
-    let root_id = record
-        .events
-        .first()
-        .map_or_else(|| "0000000000000001".to_owned(), |e| e.id.to_string());
+    let root_event = record.events.first().map(|e| e.id);
+    let root_id = root_event.map_or_else(|| "0000000000000001".to_owned(), |id| id.to_string());
     let (status, message) = match &record.outcome {
         TestOutcome::Passed | TestOutcome::Skipped { .. } => (STATUS_OK, String::new()),
         TestOutcome::Failed { message } => (STATUS_ERROR, message.clone()),
@@ -391,22 +396,19 @@ fn test_spans(record: &TestRecord) -> Vec<Value> {
     };
     root.span
         .insert("status".into(), json!({ "code": status, "message": message }));
-    let mut spans = Spans::new(root_id.clone(), root);
+    let mut spans = Spans::new(root_event, root);
     // Assertion operations become events of their parent's span when they end. By id, with
     // every start kept: a recorder that repeats an id has each start taken by one end, in turn.
-    let mut assertions: HashMap<String, VecDeque<OpenAssertion>> = HashMap::new();
+    let mut assertions: HashMap<EventId, VecDeque<OpenAssertion>> = HashMap::new();
     for event in &record.events {
         match &event.kind {
             EventKind::OperationStarted(op) if op.name.starts_with("assert.") => {
-                assertions
-                    .entry(event.id.to_string())
-                    .or_default()
-                    .push_back(OpenAssertion {
-                        parent: event.parent_id.map(|p| p.to_string()),
-                        stamp: event.timestamp.as_unix_nanos(),
-                        name: op.display_name.clone(),
-                        attributes: op.attributes.clone(),
-                    });
+                assertions.entry(event.id).or_default().push_back(OpenAssertion {
+                    parent: event.parent_id,
+                    stamp: event.timestamp.as_unix_nanos(),
+                    name: op.display_name.clone(),
+                    attributes: op.attributes.clone(),
+                });
             }
             EventKind::OperationStarted(op) => {
                 let (name, kind) = if op.name == semconv::OP_HTTP_REQUEST {
@@ -431,10 +433,9 @@ fn test_spans(record: &TestRecord) -> Vec<Value> {
                     "kit.operation",
                     &AttributeValue::Str(op.name.to_string()),
                 ));
-                spans.push(id, builder);
+                spans.push(Some(event.id), builder);
             }
             EventKind::OperationEnded(end) => {
-                let id = end.operation.to_string();
                 let (status, message) = match &end.status {
                     OperationStatus::Error { message } => (STATUS_ERROR, message.clone()),
                     _ => (STATUS_OK, String::new()),
@@ -444,7 +445,7 @@ fn test_spans(record: &TestRecord) -> Vec<Value> {
                     stamp,
                     name,
                     attributes: attrs,
-                }) = assertions.get_mut(&id).and_then(VecDeque::pop_front)
+                }) = assertions.get_mut(&end.operation).and_then(VecDeque::pop_front)
                 {
                     let mut attributes = otel_attributes(&attrs);
                     // The kit records whether an assertion held; an operation of another
@@ -459,14 +460,13 @@ fn test_spans(record: &TestRecord) -> Vec<Value> {
                     if !message.is_empty() {
                         attributes.push(attribute("exception.message", &AttributeValue::Str(message)));
                     }
-                    let target = parent.unwrap_or_else(|| root_id.clone());
                     let event =
                         json!({ "timeUnixNano": stamp.to_string(), "name": name, "attributes": attributes });
-                    match spans.get_mut(&target) {
+                    match spans.of_parent(parent) {
                         Some(span) => span.events.push(event),
                         None => spans.root().events.push(event),
                     }
-                } else if let Some(span) = spans.get_mut(&id) {
+                } else if let Some(span) = spans.of_parent(Some(end.operation)) {
                     span.span.insert(
                         "endTimeUnixNano".into(),
                         json!(event.timestamp.as_unix_nanos().to_string()),
@@ -477,8 +477,7 @@ fn test_spans(record: &TestRecord) -> Vec<Value> {
                 }
             }
             EventKind::Observation(o) => {
-                let target = event.parent_id.map_or_else(|| root_id.clone(), |p| p.to_string());
-                let Some(span) = spans.get_mut(&target) else {
+                let Some(span) = spans.of_parent(event.parent_id) else {
                     continue;
                 };
                 if o.name == semconv::OBS_HTTP_RESPONSE {
