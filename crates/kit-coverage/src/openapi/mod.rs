@@ -10,6 +10,7 @@
 mod collector;
 mod refs;
 mod schema;
+mod yaml;
 
 use std::fmt;
 use std::ops::Range;
@@ -17,7 +18,6 @@ use std::path::Path;
 use std::sync::Arc;
 
 use kit_core::json::doc::{self, Members, Node};
-use serde_json::Value;
 
 use crate::router::RouteTable;
 
@@ -285,7 +285,6 @@ impl OpenApiDocument {
             ));
         }
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-        let yaml: Value;
         let node = if text.trim_start().starts_with('{') {
             doc::parse_str(text).map_err(|e| {
                 let message = if e.to_string().starts_with("recursion limit exceeded") {
@@ -307,8 +306,8 @@ impl OpenApiDocument {
                 )
             })?
         } else {
-            yaml = serde_saphyr::from_str_with_options::<Value>(text, yaml_options(text.len())).map_err(
-                |e| {
+            serde_saphyr::from_str_with_options::<yaml::YamlTree<'_>>(text, yaml_options(text.len()))
+                .map_err(|e| {
                     // The first line says where and what; the rest is a snippet of the input.
                     let full = e.to_string();
                     let first = full.lines().next().unwrap_or_default();
@@ -327,9 +326,8 @@ impl OpenApiDocument {
                             message,
                         },
                     )
-                },
-            )?;
-            Node::from_value(&yaml)
+                })?
+                .0
         };
         Self::read(&node, source)
     }
