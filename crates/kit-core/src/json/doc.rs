@@ -172,6 +172,27 @@ pub fn member<'n, 'a>(members: &'n Members<'a>, name: &str) -> Option<(&'n str, 
 /// through a hash map.
 const PAIRWISE_DISTINCT: usize = 12;
 
+/// Whether some name is written more than once among `members`.
+///
+/// ```
+/// use kit_core::json::doc;
+///
+/// let node = doc::parse(br#"{"a":1,"b":2,"a":3}"#).unwrap();
+/// assert!(doc::has_repeated_name(node.as_object().unwrap()));
+/// assert!(!doc::has_repeated_name(doc::parse(br#"{"a":1}"#).unwrap().as_object().unwrap()));
+/// ```
+pub fn has_repeated_name(members: &Members<'_>) -> bool {
+    if members.len() <= PAIRWISE_DISTINCT {
+        members
+            .iter()
+            .enumerate()
+            .any(|(i, (name, _))| members[i + 1..].iter().any(|(other, _)| other == name))
+    } else {
+        let mut seen = rustc_hash::FxHashSet::with_capacity_and_hasher(members.len(), Default::default());
+        !members.iter().all(|(name, _)| seen.insert(name.as_ref()))
+    }
+}
+
 /// An object's members as serde_json's ordered map holds them: a name written twice comes
 /// once, in the place of its first, with its last value. Members of an object without
 /// repeated names (nearly every object) come as they are, with no map built.
@@ -186,17 +207,8 @@ const PAIRWISE_DISTINCT: usize = 12;
 /// assert_eq!(members, [("a", "3".to_owned()), ("b", "2".to_owned())]);
 /// ```
 pub fn distinct<'n, 'a>(members: &'n Members<'a>) -> impl Iterator<Item = (&'n str, &'n Node<'a>)> {
-    let repeats = if members.len() <= PAIRWISE_DISTINCT {
-        members
-            .iter()
-            .enumerate()
-            .any(|(i, (name, _))| members[i + 1..].iter().any(|(other, _)| other == name))
-    } else {
-        let mut seen = rustc_hash::FxHashSet::with_capacity_and_hasher(members.len(), Default::default());
-        !members.iter().all(|(name, _)| seen.insert(name.as_ref()))
-    };
     // For each name written more than once: where it is first written, and where last.
-    let places = repeats.then(|| {
+    let places = has_repeated_name(members).then(|| {
         let mut places = rustc_hash::FxHashMap::<&str, (usize, usize)>::default();
         for (i, (name, _)) in members.iter().enumerate() {
             places.entry(name.as_ref()).or_insert((i, i)).1 = i;

@@ -305,6 +305,8 @@ impl OpenApiDocument {
                     },
                 )
             })?
+        } else if let Some(node) = yaml::read_plain(text) {
+            node
         } else {
             serde_saphyr::from_str_with_options::<yaml::YamlTree<'_>>(text, yaml_options(text.len()))
                 .map_err(|e| {

@@ -1,17 +1,222 @@
-//! YAML documents read by serde-saphyr straight into the tree JSON documents are read into.
+//! YAML documents into the tree JSON documents are read into.
 //!
-//! serde-saphyr decides everything YAML decides (scalar types, anchors and aliases, merge keys,
-//! tags, duplicate keys, the budget); this visitor only builds the tree, as
-//! `serde_json::Value`'s own visitor would build a `Value`, call for call. Reading into a
-//! `Value` first and viewing it as a tree hashed every member name into an ordered map and
-//! copied every name and string the parser had borrowed from the text.
+//! serde-saphyr decides what YAML means (scalar types, anchors and aliases, merge keys, tags,
+//! repeated names, its budget). Two ways into the tree keep its decisions:
+//!
+//! - [`read_plain`] reads a document from the events of serde-saphyr's own parser, with its
+//!   limits, as long as nothing in it asks for a decision serde-saphyr makes otherwise than by
+//!   reading it plainly: no anchor, alias, tag, merge key, repeated name, complex or null key,
+//!   second document, or scalar whose type it cannot tell for sure (those it gives serde-saphyr
+//!   alone, one scalar at a time, or the whole document back). Every real document takes it.
+//! - [`YamlTree`] is serde-saphyr itself, deserializing into the tree through a visitor that
+//!   makes exactly the calls `serde_json::Value`'s visitor makes; the way for everything else,
+//!   and for the errors.
+//!
+//! Reading into a `Value` first and viewing it as a tree hashed every member name into an
+//! ordered map and copied every name and string the parser had borrowed from the text; half of
+//! what serde-saphyr did besides parsing was buffering and checking events for decisions a
+//! plain document does not need.
 
 use std::borrow::Cow;
 use std::fmt;
 
-use kit_core::json::doc::Node;
+use granit_parser::{Event, Parser, ScalarStyle};
+use kit_core::json::doc::{self, Node};
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde_json::Number;
+use serde_json::{Number, Value};
+
+/// A collection being read: its items, or its members and the name read for the next one.
+enum Open<'a> {
+    Sequence(Vec<Node<'a>>),
+    Mapping(Vec<(Cow<'a, str>, Node<'a>)>, Option<Cow<'a, str>>),
+}
+
+/// How many scalars a document read plainly may have serde-saphyr read alone (OpenAI's has
+/// about 120: image sizes, durations, versions).
+const MAX_READ_ALONE: usize = 2_000;
+
+/// How far inside serde-saphyr's budgets a document read plainly stays: near a limit, whether it
+/// is breached depends on how serde-saphyr counts, so serde-saphyr reads the document.
+const MARGIN: usize = 64;
+
+/// `text` read as serde-saphyr reads it, when it is a mapping that needs none of the decisions
+/// listed in the module's documentation; `None` to leave it to serde-saphyr (which also
+/// reports every error).
+pub(super) fn read_plain(text: &str) -> Option<Node<'_>> {
+    let options = super::yaml_options(text.len());
+    let budget = options.budget.as_ref()?;
+    // The parser exactly as serde-saphyr sets it up (`Budget::parser_options`), so that it
+    // accepts the same documents.
+    let parser_options = granit_parser::options! {
+        simple_key_max_lookahead: budget.simple_key_max_lookahead,
+        flow_nesting_limit: budget.flow_nesting_limit,
+        block_nesting_limit: granit_parser::Options::default()
+            .block_nesting_limit
+            .max(budget.max_depth.saturating_add(1)),
+        emit_comments: false,
+    };
+    let mut stack: Vec<Open<'_>> = Vec::new();
+    let mut root = None;
+    let (mut events, mut nodes, mut scalar_bytes, mut documents) = (0usize, 0usize, 0usize, 0usize);
+    let mut read_alone = 0;
+    for item in Parser::new_from_str_with_options(text, parser_options) {
+        let (event, _) = item.ok()?;
+        events += 1;
+        let node = match event {
+            Event::StreamStart | Event::StreamEnd | Event::DocumentEnd => continue,
+            Event::DocumentStart(_, None) if documents == 0 => {
+                documents = 1;
+                continue;
+            }
+            Event::Scalar(value, style, 0, None) => {
+                nodes += 1;
+                scalar_bytes += value.len();
+                if let Some(Open::Mapping(_, name @ None)) = stack.last_mut() {
+                    // A name: as text, unless YAML would take it for null, or merge with it.
+                    if style == ScalarStyle::Plain && (nullish(&value) || &*value == "<<") {
+                        return None;
+                    }
+                    *name = Some(value);
+                    continue;
+                }
+                scalar(value, style, &mut read_alone)?
+            }
+            Event::SequenceStart(_, 0, None) | Event::MappingStart(_, 0, None) => {
+                nodes += 1;
+                let names_next = matches!(stack.last(), Some(Open::Mapping(_, None)));
+                // Well inside the depth limit: at its edge, serde-saphyr's way of counting decides.
+                if names_next || stack.len() + 2 >= budget.max_depth {
+                    return None;
+                }
+                stack.push(match event {
+                    Event::SequenceStart(..) => Open::Sequence(Vec::new()),
+                    _ => Open::Mapping(Vec::new(), None),
+                });
+                continue;
+            }
+            Event::SequenceEnd => match stack.pop() {
+                Some(Open::Sequence(items)) => Node::Array(items),
+                _ => return None,
+            },
+            Event::MappingEnd => match stack.pop() {
+                Some(Open::Mapping(members, None)) if !doc::has_repeated_name(&members) => {
+                    Node::Object(members)
+                }
+                _ => return None,
+            },
+            // Anchors, aliases, tags, directives, a second document.
+            _ => return None,
+        };
+        if events + MARGIN > budget.max_events
+            || nodes + MARGIN > budget.max_nodes
+            || scalar_bytes + MARGIN > budget.max_total_scalar_bytes
+        {
+            return None;
+        }
+        match stack.last_mut() {
+            None if root.is_none() => root = Some(node),
+            None => return None,
+            Some(Open::Sequence(items)) => items.push(node),
+            Some(Open::Mapping(members, name)) => members.push((name.take()?, node)),
+        }
+    }
+    root.filter(|node| matches!(node, Node::Object(_)))
+}
+
+/// What `serde_json::Value`'s visitor gets for an untagged scalar, as serde-saphyr's
+/// `deserialize_any` decides it: quoted and block scalars are text; a plain one is null, a
+/// YAML 1.1 boolean, a number, or text. `None` for a numeral it cannot read alone.
+fn scalar<'a>(value: Cow<'a, str>, style: ScalarStyle, read_alone: &mut usize) -> Option<Node<'a>> {
+    if style != ScalarStyle::Plain {
+        return Some(Node::Str(value));
+    }
+    if nullish(&value) {
+        return Some(Node::Null);
+    }
+    if let Some(b) = yaml11_bool(&value) {
+        return Some(Node::Bool(b));
+    }
+    // Only a numeral (a digit or a dot after an optional sign) can be read as a number.
+    let unsigned = value.strip_prefix(['+', '-']).unwrap_or(&value);
+    if !unsigned
+        .as_bytes()
+        .first()
+        .is_some_and(|b| b.is_ascii_digit() || *b == b'.')
+    {
+        return Some(Node::Str(value));
+    }
+    // serde-saphyr's numerals (integers in four bases with `_` between digits, Rust's floats
+    // with a leading digit, `.inf`, `.nan`) hold nothing else: a space or a `:` makes text.
+    if !value.bytes().all(numeral_byte) {
+        return Some(Node::Str(value));
+    }
+    if let Some(n) = decimal_integer(&value) {
+        return Some(Node::Number(n));
+    }
+    // Each costs a parser of its own: past a few, serde-saphyr reading the whole document
+    // once is cheaper.
+    *read_alone += 1;
+    if *read_alone > MAX_READ_ALONE {
+        return None;
+    }
+    alone(value)
+}
+
+/// A byte some numeral serde-saphyr reads may hold.
+fn numeral_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'.' | b'+' | b'-' | b'_')
+}
+
+/// serde-saphyr's null spellings for a plain scalar.
+fn nullish(text: &str) -> bool {
+    matches!(text, "" | "~" | "null" | "Null" | "NULL")
+}
+
+/// serde-saphyr's YAML 1.1 booleans (its default, `strict_booleans` off), in any case.
+fn yaml11_bool(text: &str) -> Option<bool> {
+    let is = |word: &str| text.eq_ignore_ascii_case(word);
+    if is("true") || is("yes") || is("y") || is("on") {
+        Some(true)
+    } else if is("false") || is("no") || is("n") || is("off") {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// A decimal integer without a sign but `-` and without leading zeros that fits 64 bits, as
+/// serde-saphyr reads it: `u64` unless negative, then `i64`. Other numerals are `None`.
+fn decimal_integer(text: &str) -> Option<Number> {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    let plain = !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (digits == "0" || !digits.starts_with('0'));
+    if !plain {
+        return None;
+    }
+    if digits.len() < text.len() {
+        text.parse::<i64>().ok().map(Number::from)
+    } else {
+        text.parse::<u64>().ok().map(Number::from)
+    }
+}
+
+/// Something numeral-shaped (`3.0.0`, `1.5`, `0x1F`, `2024-10-01`, `1d`) of [`numeral_byte`]s
+/// only, read by serde-saphyr as a document of its own: the same plain scalar, unless it starts
+/// a document marker. `None` for that, or for a number serde-saphyr refuses (`1e999`).
+fn alone(value: Cow<'_, str>) -> Option<Node<'_>> {
+    if value.starts_with("---") || value.starts_with("...") {
+        return None;
+    }
+    let read: Value = serde_saphyr::from_str_with_options(&value, super::yaml_options(value.len())).ok()?;
+    Some(match read {
+        Value::String(text) if text == *value => Node::Str(value),
+        Value::Number(n) => Node::Number(n),
+        Value::Bool(b) => Node::Bool(b),
+        Value::Null => Node::Null,
+        _ => return None,
+    })
+}
 
 /// A document's tree, as serde-saphyr reads it.
 pub(super) struct YamlTree<'de>(pub(super) Node<'de>);
@@ -176,9 +381,10 @@ impl<'de> Visitor<'de> for KeyVisitor {
 mod tests {
     use std::path::PathBuf;
 
+    use proptest::prelude::*;
     use serde_json::Value;
 
-    use super::YamlTree;
+    use super::{YamlTree, read_plain};
 
     /// What the loader made before: serde-saphyr into a `Value`.
     fn as_value(text: &str) -> Result<String, String> {
@@ -187,23 +393,45 @@ mod tests {
             .map_err(|e| e.to_string())
     }
 
-    /// What it makes now, as a `Value` for comparison.
+    /// serde-saphyr into the tree, as a `Value` for comparison.
     fn as_tree(text: &str) -> Result<String, String> {
         serde_saphyr::from_str_with_options::<YamlTree<'_>>(text, super::super::yaml_options(text.len()))
             .map(|t| t.0.to_value().to_string())
             .map_err(|e| e.to_string())
     }
 
+    /// The document read plainly, if it is, as a `Value` for comparison.
+    fn plainly(text: &str) -> Option<String> {
+        read_plain(text).map(|node| node.to_value().to_string())
+    }
+
+    /// Both ways into the tree agree with the `Value`; the plain way may only decline.
+    fn check(text: &str) -> Option<String> {
+        let value = as_value(text);
+        assert_eq!(as_tree(text), value, "{text:?} through the visitor");
+        let plain = plainly(text);
+        if let Some(plain) = &plain {
+            assert_eq!(Ok(plain), value.as_ref(), "{text:?} read plainly");
+        }
+        plain
+    }
+
     #[test]
-    fn the_real_yaml_documents_read_as_they_read_into_a_value() {
+    fn the_real_yaml_documents_read_plainly_as_they_read_into_a_value() {
         let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/specs");
         let mut read = 0;
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
             if path.extension().is_some_and(|e| e == "yaml") {
                 let text = std::fs::read_to_string(&path).unwrap();
-                let tree = as_tree(&text).unwrap();
-                assert!(tree == as_value(&text).unwrap(), "{} reads otherwise", path.display());
+                let value = as_value(&text).unwrap();
+                assert!(
+                    as_tree(&text).unwrap() == value,
+                    "{} through the visitor",
+                    path.display()
+                );
+                let plain = plainly(&text).unwrap_or_else(|| panic!("{} not read plainly", path.display()));
+                assert!(plain == value, "{} read plainly reads otherwise", path.display());
                 read += 1;
             }
         }
@@ -211,50 +439,173 @@ mod tests {
     }
 
     #[test]
-    fn every_kind_of_node_reads_as_it_reads_into_a_value() {
+    fn plain_documents_of_every_kind_of_scalar_and_key_read_plainly() {
         let cases = [
-            // Scalars as YAML types them: booleans old and new, nulls, numbers of every base,
-            // too large for 64 bits, non-finite, dates, quoted look-alikes, block scalars.
-            "a: [true, True, yes, no, on, off, y, n, ~, null, Null, '', \"null\"]\n",
-            "a: [0, -1, 007, 0o17, 0x1F, 1_000, +5, 18446744073709551615, 18446744073709551616]\n",
-            "a: [-9223372036854775808, -9223372036854775809, 1.5, -2e3, .5, 1e3]\n",
+            // Booleans old and new, nulls, quoted look-alikes, block scalars.
+            "a: [true, True, yes, no, on, off, y, n, ~, null, Null, '', \"null\", TRUE, oN]\n",
+            "a: |\n  two\n  lines\nb: >\n  folded\n  text\nc: \"esc\\u00e9\\n\"\nd: 'it''s'\ne:\n",
+            // Numbers of every base and size, and numerals that are text.
+            "a: [0, -0, -1, 007, 0o17, 0x1F, 1_000, +5, 18446744073709551615, 18446744073709551616]\n",
+            "a: [-9223372036854775808, -9223372036854775809, 1.5, -2e3, .5, 1e3, 1., +.5]\n",
+            "a: [2023-08-16, 12:30, '42', \"4.2\", 1.2.3, 0x, 1e, -x, 1d, 1024x1024, 3.0.0, .foo, +x]\n",
+            "a: 0-based, not 1-based (a note)\nb: 1/2\nc: 12:30:15\n",
+            // Names that are not plain text, and ones YAML types otherwise as values.
+            "200: ok\n404: no\ntrue: t\n1.5: f\n'q': quoted\n\"\": empty\n'~': tilde\n\"null\": n\n",
+            "? complex\n: value\n",
+            // Shapes.
+            "a: {b: {c: {d: [1, {e: f}]}}}\nb: []\nc: {}\nd: [[], [{}]]\n",
+            "a:\n  - b: 1\n    c: [x, y]\n  - - nested\n    - list\n",
+            "---\na: 1\n...\n",
+            "# a comment\na: 1 # another\n",
+            "a: plain\n  continued\n  on lines\n",
+        ];
+        for case in cases {
+            assert!(check(case).is_some(), "{case:?} not read plainly");
+        }
+    }
+
+    #[test]
+    fn what_serde_saphyr_decides_otherwise_is_left_to_it() {
+        let cases = [
             "a: .inf\n",
             "a: -.inf\n",
             "a: .nan\n",
             "a: 1e999\n",
-            "a: [2023-08-16, 12:30, '42', \"4.2\", 1.2.3, 0x, 1e, -x]\n",
-            "a: -\n",
-            "a: |\n  two\n  lines\nb: >\n  folded\n  text\nc: \"esc\\u00e9\\n\"\nd: 'it''s'\n",
-            // Keys that are not plain text.
-            "200: ok\n404: no\ntrue: t\n1.5: f\n'q': quoted\n\"\": empty\n",
             "~: n\n",
             "null: n\n",
-            "? complex\n: value\n",
+            "? \n: no name\n",
             "? [a, b]\n: value\n",
             "? {a: b}\n: value\n",
-            "? \n: no key\n",
-            // Repeated names, anchors, aliases, merge keys, tags.
             "a: 1\nb: 2\na: 3\n",
             "base: &b {x: 1, y: 2}\nuse: *b\nmerged: {<<: *b, y: 3}\n",
             "list: &l [1, 2]\nmore: [*l, *l]\nmerge: {<<: [{a: 1}, {b: 2}]}\n",
             "a: !!str 12\nb: !!int '7'\nc: !!float 1\nd: !!bool 'true'\ne: !custom x\nf: !!null ''\n",
             "a: !!binary aGVsbG8=\n!!binary aGk=: v\n",
-            // Shapes of whole documents.
+            "%YAML 1.2\n---\na: 1\n",
             "",
             "---\n",
             "just a string\n",
-            "- 1\n- [2, [3, {}]]\n- {}\n- []\n",
-            "a: {b: {c: {d: [1, {e: f}]}}}\n",
+            "- 1\n- [2, [3, {}]]\n",
             "a: 1\n---\nb: 2\n",
             "a: [unclosed\n",
             "a: *nowhere\n",
             "a: b: c\n",
-            "\t- tab\n",
+            "a: -\n",
         ];
         for case in cases {
-            assert_eq!(as_tree(case), as_value(case), "{case:?}");
+            assert!(check(case).is_none(), "{case:?} read plainly");
         }
-        let deep = format!("{}x{}", "[".repeat(200), "]".repeat(200));
-        assert_eq!(as_tree(&deep), as_value(&deep));
+        let deep = format!("a: {}x{}\n", "[".repeat(200), "]".repeat(200));
+        assert!(check(&deep).is_none());
+        let just_deep_enough = format!("a: {}x{}\n", "[".repeat(40), "]".repeat(40));
+        assert!(check(&just_deep_enough).is_some());
+        // Numerals read alone cost a parser each: past a bound, the document goes back whole.
+        let numerals = |n: usize| (0..n).map(|i| format!("k{i}: {i}d\n")).collect::<String>();
+        assert!(check(&numerals(100)).is_some());
+        assert!(check(&numerals(super::MAX_READ_ALONE + 1)).is_none());
+    }
+
+    /// A plain scalar that may be anything: words, numerals, nulls, booleans.
+    fn plain_scalar() -> impl Strategy<Value = String> {
+        prop_oneof![
+            prop::sample::select(vec![
+                "true",
+                "False",
+                "yes",
+                "NO",
+                "on",
+                "Off",
+                "y",
+                "N",
+                "~",
+                "null",
+                "NULL",
+                "0",
+                "-0",
+                "007",
+                "0x1F",
+                "0o17",
+                "0b11",
+                "1_000",
+                "+5",
+                "-17",
+                "1.5",
+                "-2e3",
+                ".5",
+                "1.",
+                "3.0.0",
+                "2024-10-01",
+                "12:30",
+                "1d",
+                "1024x1024",
+                "inf",
+                ".inf",
+                "nan",
+                "1e999",
+                "-x",
+                ".x",
+                "18446744073709551616",
+                "-9223372036854775809",
+                "9223372036854775807",
+                "x1",
+                "a.b",
+            ])
+            .prop_map(str::to_owned),
+            "[a-z][a-z0-9_.]{0,8}",
+            "[0-9][0-9a-fx._:+-]{0,8}[0-9a-z]",
+            "-?[1-9][0-9]{0,20}",
+        ]
+    }
+
+    /// A name: plain, quoted, or a numeral or word YAML would type as a value.
+    fn name() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[a-z][a-z0-9_]{0,6}",
+            plain_scalar(),
+            "[a-z ]{0,6}".prop_map(|s| format!("'{s}'")),
+        ]
+    }
+
+    /// A value in flow style.
+    fn flow() -> impl Strategy<Value = String> {
+        let leaf = prop_oneof![
+            plain_scalar(),
+            "[a-z ]{0,6}".prop_map(|s| format!("\"{s}\"")),
+            Just("''".to_owned()),
+        ];
+        leaf.prop_recursive(4, 32, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4)
+                    .prop_map(|items| format!("[{}]", items.join(", "))),
+                prop::collection::vec((name(), inner), 0..4).prop_map(|members| {
+                    let members: Vec<String> =
+                        members.into_iter().map(|(n, v)| format!("{n}: {v}")).collect();
+                    format!("{{{}}}", members.join(", "))
+                }),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// Block mappings of flow values: whatever is read plainly reads as serde-saphyr reads it.
+        #[test]
+        fn a_document_read_plainly_reads_as_serde_saphyr_reads_it(
+            members in prop::collection::vec((name(), flow()), 1..6),
+            nested in prop::collection::vec((name(), plain_scalar()), 0..4),
+        ) {
+            let mut text = String::new();
+            for (name, value) in &members {
+                text.push_str(&format!("{name}: {value}\n"));
+            }
+            if !nested.is_empty() {
+                text.push_str("nested:\n");
+                for (name, value) in &nested {
+                    text.push_str(&format!("  {name}: {value}\n"));
+                }
+            }
+            check(&text);
+        }
     }
 }
