@@ -452,12 +452,16 @@ mod tests {
             // Names that are not plain text, and ones YAML types otherwise as values.
             "200: ok\n404: no\ntrue: t\n1.5: f\n'q': quoted\n\"\": empty\n'~': tilde\n\"null\": n\n",
             "? complex\n: value\n",
+            "? |\n  a block\n: value\n\"<<\": quoted, not a merge\n",
+            "%TAG !e! tag:example.com,2000:\n---\na: 1\n",
             // Shapes.
             "a: {b: {c: {d: [1, {e: f}]}}}\nb: []\nc: {}\nd: [[], [{}]]\n",
             "a:\n  - b: 1\n    c: [x, y]\n  - - nested\n    - list\n",
             "---\na: 1\n...\n",
             "# a comment\na: 1 # another\n",
             "a: plain\n  continued\n  on lines\n",
+            "a: 1\r\nb: [x, y]\r\nc: |\r\n  kept\r\n",
+            "ключ: значение\n\"\\u00e9t\\u00e9\": 'summer'\nemoji: 🦀\n",
         ];
         for case in cases {
             assert!(check(case).is_some(), "{case:?} not read plainly");
