@@ -582,10 +582,11 @@ fn build_client(
         .cookie_store(true)
         // A 3xx and its Location must reach the test's assertions.
         .redirect(reqwest::redirect::Policy::none());
-    // Without callbacks, the client gets the process's TLS configuration: building one loads
+    // Without callbacks, the client gets the process's TLS configuration: reqwest's own loads
     // and parses every root certificate of the platform, milliseconds that would otherwise be
-    // paid by every test. A callback may change TLS settings, which a preconfigured backend
-    // would silently override, so its clients build their own.
+    // paid by every test (the shared one loads them once, at the process's first handshake).
+    // A callback may change TLS settings, which a preconfigured backend would silently
+    // override, so its clients build their own.
     if candidate.registration.configure.is_empty()
         && candidate.more_configure.is_empty()
         && let Some(tls) = shared_tls()
@@ -614,7 +615,8 @@ fn build_client(
 }
 
 /// The TLS configuration reqwest builds for a client without TLS settings (the installed or
-/// the aws-lc-rs crypto provider, the platform's verifier, HTTP/1.1 over ALPN), built once.
+/// the aws-lc-rs crypto provider, the platform's verifier, HTTP/1.1 over ALPN), built once; its
+/// verifier loads the platform's roots at the first handshake ([`LazyPlatformVerifier`]).
 /// `None` when it cannot be built here; the client then builds its own and reports why.
 fn shared_tls() -> Option<&'static rustls::ClientConfig> {
     static SHARED: std::sync::OnceLock<Option<rustls::ClientConfig>> = std::sync::OnceLock::new();
@@ -623,7 +625,7 @@ fn shared_tls() -> Option<&'static rustls::ClientConfig> {
             let provider = rustls::crypto::CryptoProvider::get_default()
                 .cloned()
                 .unwrap_or_else(|| Arc::new(rustls::crypto::aws_lc_rs::default_provider()));
-            let verifier = rustls_platform_verifier::Verifier::new(Arc::clone(&provider)).ok()?;
+            let verifier = LazyPlatformVerifier::new(Arc::clone(&provider));
             let mut config = rustls::ClientConfig::builder_with_provider(provider)
                 .with_safe_default_protocol_versions()
                 .ok()?
@@ -634,6 +636,90 @@ fn shared_tls() -> Option<&'static rustls::ClientConfig> {
             Some(config)
         })
         .as_ref()
+}
+
+/// The platform's certificate verifier, made at the first handshake that needs it. Making it
+/// loads and parses every root certificate of the platform (about 21 M instructions, some
+/// 15 ms here), which a process whose tests speak only plain HTTP, as each test's own process
+/// does under nextest, would otherwise pay at its first client. Signatures are checked as the
+/// platform's verifier checks them, with the provider's algorithms, which need no roots.
+#[derive(Debug)]
+struct LazyPlatformVerifier {
+    provider: Arc<rustls::crypto::CryptoProvider>,
+    /// Makes the verifier of certificates: the platform's, but for tests.
+    make: MakeVerifier,
+    made: std::sync::OnceLock<Result<Arc<dyn rustls::client::danger::ServerCertVerifier>, rustls::Error>>,
+}
+
+type MakeVerifier = fn(
+    Arc<rustls::crypto::CryptoProvider>,
+) -> Result<Arc<dyn rustls::client::danger::ServerCertVerifier>, rustls::Error>;
+
+impl LazyPlatformVerifier {
+    fn new(provider: Arc<rustls::crypto::CryptoProvider>) -> Self {
+        LazyPlatformVerifier {
+            provider,
+            make: |provider| Ok(Arc::new(rustls_platform_verifier::Verifier::new(provider)?)),
+            made: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The verifier of certificates; why there is none (no root certificates, say) fails the
+    /// handshake that needed it, not the plain HTTP requests of the process.
+    fn made(&self) -> Result<&Arc<dyn rustls::client::danger::ServerCertVerifier>, rustls::Error> {
+        self.made
+            .get_or_init(|| (self.make)(Arc::clone(&self.provider)))
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+}
+
+impl rustls::client::danger::ServerCertVerifier for LazyPlatformVerifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &rustls::pki_types::CertificateDer<'_>,
+        intermediates: &[rustls::pki_types::CertificateDer<'_>],
+        server_name: &rustls::pki_types::ServerName<'_>,
+        ocsp_response: &[u8],
+        now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        self.made()?
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
 }
 
 /// A boxed resolver future.
@@ -666,5 +752,82 @@ mod tests {
             join_path(&empty_query, "b?x=1").unwrap().as_str(),
             "http://h/a/b?x=1"
         );
+    }
+
+    /// A whole handshake through the lazy verifier, over TLS 1.3 and 1.2 (whose signatures it
+    /// checks itself), with the test CA standing in for the platform's roots: the roots are
+    /// loaded at the first handshake, not before, and once.
+    #[test]
+    fn the_lazy_verifier_makes_its_verifier_at_the_first_handshake_and_completes_it() {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+        use std::sync::atomic::AtomicUsize;
+
+        static MADE: AtomicUsize = AtomicUsize::new(0);
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let verifier = Arc::new(LazyPlatformVerifier {
+            provider: Arc::clone(&provider),
+            make: |provider| {
+                MADE.fetch_add(1, Ordering::SeqCst);
+                let mut roots = rustls::RootCertStore::empty();
+                let ca = CertificateDer::from_pem_slice(include_bytes!("../tests/fixtures/test-ca.cert.pem"));
+                roots.add(ca.map_err(|e| rustls::Error::General(e.to_string()))?)?;
+                rustls::client::WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
+                    .build()
+                    .map(|v| v as Arc<dyn rustls::client::danger::ServerCertVerifier>)
+                    .map_err(|e| rustls::Error::General(e.to_string()))
+            },
+            made: std::sync::OnceLock::new(),
+        });
+        let cert =
+            CertificateDer::from_pem_slice(include_bytes!("../tests/fixtures/localhost.cert.pem")).unwrap();
+        let key =
+            PrivateKeyDer::from_pem_slice(include_bytes!("../tests/fixtures/localhost.key.pem")).unwrap();
+        let server_config = Arc::new(
+            rustls::ServerConfig::builder_with_provider(Arc::clone(&provider))
+                .with_safe_default_protocol_versions()
+                .unwrap()
+                .with_no_client_auth()
+                .with_single_cert(vec![cert], key)
+                .unwrap(),
+        );
+        for version in [&rustls::version::TLS13, &rustls::version::TLS12] {
+            let client_config = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
+                .with_protocol_versions(&[version])
+                .unwrap()
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::clone(&verifier) as _)
+                .with_no_client_auth();
+            let before = MADE.load(Ordering::SeqCst);
+            assert_eq!(
+                before,
+                usize::from(version == &rustls::version::TLS12),
+                "made before its handshake"
+            );
+            let name = ServerName::try_from("localhost").unwrap();
+            let mut client = rustls::ClientConnection::new(Arc::new(client_config), name).unwrap();
+            let mut server = rustls::ServerConnection::new(Arc::clone(&server_config)).unwrap();
+            // Bytes go back and forth in memory until both sides are done.
+            for _ in 0..20 {
+                if !client.is_handshaking() && !server.is_handshaking() {
+                    break;
+                }
+                let mut wire = Vec::new();
+                client.write_tls(&mut wire).unwrap();
+                server.read_tls(&mut wire.as_slice()).unwrap();
+                server.process_new_packets().unwrap();
+                let mut wire = Vec::new();
+                server.write_tls(&mut wire).unwrap();
+                client.read_tls(&mut wire.as_slice()).unwrap();
+                client.process_new_packets().unwrap();
+            }
+            assert!(!client.is_handshaking(), "{version:?} did not complete");
+            assert_eq!(client.protocol_version(), Some(version.version));
+            assert_eq!(
+                MADE.load(Ordering::SeqCst),
+                1,
+                "made once, at the first handshake"
+            );
+        }
     }
 }
