@@ -15,7 +15,7 @@ pub(crate) struct InputError {
 /// The archives named by `paths`: files as given, folders by their `*.kittrace` files (not
 /// recursively), each once, in the order given (a folder's in name order).
 pub(crate) fn archives(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
-    let mut out: Vec<PathBuf> = Vec::new();
+    let mut out = Unique::default();
     for path in paths {
         let error = |reason: String| InputError {
             path: path.display().to_string(),
@@ -33,11 +33,14 @@ pub(crate) fn archives(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
                 return Err(error(format!("the folder holds no .{EXTENSION} archive")));
             }
             found.sort();
-            push_unique(&mut out, found);
+            for path in found {
+                out.push(path);
+            }
         } else {
-            push_unique(&mut out, vec![path.clone()]);
+            out.push(path.clone());
         }
     }
+    let out = out.paths;
     if out.is_empty() {
         return Err(InputError {
             path: "(no input)".into(),
@@ -61,14 +64,21 @@ pub(crate) fn archive(path: &Path) -> Result<&Path, InputError> {
     Ok(path)
 }
 
-fn push_unique(out: &mut Vec<PathBuf>, paths: Vec<PathBuf>) {
-    for path in paths {
+/// Paths in the order first given, each file once however it was named (a folder's archive
+/// also named on its own, a link to one): paths are compared as the file system resolves them.
+#[derive(Default)]
+struct Unique {
+    paths: Vec<PathBuf>,
+    /// Each kept path, resolved once: comparing each new path with every kept one resolved
+    /// them again each time, `n²/2` resolutions for a folder of `n` archives.
+    resolved: std::collections::HashSet<PathBuf>,
+}
+
+impl Unique {
+    fn push(&mut self, path: PathBuf) {
         let key = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
-        if !out
-            .iter()
-            .any(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()) == key)
-        {
-            out.push(path);
+        if self.resolved.insert(key) {
+            self.paths.push(path);
         }
     }
 }
@@ -87,4 +97,43 @@ pub(crate) fn short(path: &Path) -> String {
         || path.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file named again, through its folder, another spelling of its path or a link, is
+    /// read once, where it was first named; distinct files are all kept, in order.
+    #[test]
+    fn each_archive_is_kept_once_however_it_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let runs = dir.path().join("runs");
+        std::fs::create_dir(&runs).unwrap();
+        for name in ["b.kittrace", "a.kittrace", "notes.txt"] {
+            std::fs::write(runs.join(name), b"").unwrap();
+        }
+        let other = dir.path().join("other.kittrace");
+        std::fs::write(&other, b"").unwrap();
+        let link = dir.path().join("link.kittrace");
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(runs.join("b.kittrace"), &link).unwrap();
+        #[cfg(not(unix))]
+        std::fs::write(&link, b"").unwrap();
+
+        let found = archives(&[
+            runs.join("b.kittrace"),
+            other.clone(),
+            runs.clone(),
+            runs.join(".").join("a.kittrace"),
+            link.clone(),
+            other.clone(),
+        ])
+        .unwrap();
+        let mut expected = vec![runs.join("b.kittrace"), other, runs.join("a.kittrace")];
+        if cfg!(not(unix)) {
+            expected.push(link);
+        }
+        assert_eq!(found, expected);
+    }
 }
