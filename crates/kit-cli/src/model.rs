@@ -287,8 +287,9 @@ pub(crate) fn build(
         Scope::PerRun => None,
     };
     for path in archives {
+        // Every error of reading an archive names it already.
         read_archive(path, &mut runs, setup, scope, whole.as_mut(), progress)
-            .map_err(|e| BuildError(format!("{}: {e}", path.display())))?;
+            .map_err(|e| BuildError(e.to_string()))?;
     }
     let mut runs: Vec<RunReport> = runs
         .into_values()

@@ -246,7 +246,16 @@ fn unusable_inputs_exit_2_with_one_line() {
     );
     let empty = dir.path().join("empty.kittrace");
     std::fs::write(&empty, "").unwrap();
-    assert_input_error(&report(&[&empty]), "the file is empty");
+    let output = report(&[&empty]);
+    assert_input_error(&output, "the file is empty");
+    // The line names the archive once.
+    assert_eq!(
+        stderr(&output),
+        format!(
+            "kit-cli: {} is not a kittrace archive: the file is empty\n",
+            empty.display()
+        )
+    );
 
     let evil = dir.path().join("evil.kittrace");
     let mut zip = zip::ZipWriter::new(std::fs::File::create(&evil).unwrap());
