@@ -1,6 +1,6 @@
 //! Merging archives: shards of one run written apart (CI jobs, machines), or several runs.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 
@@ -201,7 +201,8 @@ fn merge_into(file: &File, out: &Path, shards: &[PathBuf]) -> Result<MergeSummar
     let file_len = directory.end_of_entries;
     zipfile::append(file, file_len, &mut directory, &batch, Room::None).map_err(write_error)?;
 
-    let mut runs: Vec<&str> = Vec::new();
+    // A set: a merge of many runs made a list's search quadratic in the entries.
+    let mut runs: HashSet<&str> = HashSet::new();
     let mut tests = 0;
     let mut blobs = 0;
     for entry in &directory.entries {
@@ -210,10 +211,8 @@ fn merge_into(file: &File, out: &Path, shards: &[PathBuf]) -> Result<MergeSummar
             EntryPath::Blob(_) => blobs += 1,
             _ => {}
         }
-        if let Some(run) = entry.name.strip_prefix("runs/").and_then(|r| r.split('/').next())
-            && !runs.contains(&run)
-        {
-            runs.push(run);
+        if let Some(run) = entry.name.strip_prefix("runs/").and_then(|r| r.split('/').next()) {
+            runs.insert(run);
         }
     }
     Ok(MergeSummary {
