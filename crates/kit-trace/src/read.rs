@@ -151,6 +151,9 @@ impl Source {
     fn read_file(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let left = usize::try_from(self.prefix - self.pos).unwrap_or(usize::MAX);
         let want = buf.len().min(left);
+        if want == 0 {
+            return Ok(0);
+        }
         let buffered = self
             .pos
             .checked_sub(self.ahead_at)
