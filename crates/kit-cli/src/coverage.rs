@@ -10,7 +10,7 @@ use kit_coverage::{CoverageGates, OpenApiDocument};
 use crate::cli::{CoverageArgs, Format, GateArgs};
 use crate::model::{self, CoverageSetup, Scope, View};
 use crate::progress::Progress;
-use crate::{Exit, inputs, render, write_output};
+use crate::{Exit, inputs, render, stream_output};
 
 /// `kit-cli report`.
 pub(crate) fn report(
@@ -58,8 +58,8 @@ fn finish(
     output: Option<&Path>,
     fail_on_test_failure: bool,
 ) -> Result<(), Exit> {
-    let bytes = render::render(view, format, crate::to_terminal(output));
-    write_output(output, &bytes)?;
+    let terminal = crate::to_terminal(output);
+    stream_output(output, |out| render::write(view, format, terminal, out))?;
     let mut lines: Vec<String> = view
         .failed_gates()
         .map(|g| format!("gate failed: {}", g.message))

@@ -114,12 +114,21 @@ fn dispatch(command: Command) -> Result<(), Exit> {
 
 /// Writes `text` to `output`, whole or not at all ([`output::write_whole`]), or to stdout.
 pub(crate) fn write_output(output: Option<&Path>, text: &[u8]) -> Result<(), Exit> {
+    stream_output(output, |out| out.write_all(text))
+}
+
+/// Streams what `write` writes to `output`, whole or not at all ([`output::write_whole`]), or
+/// to stdout. The writer is not buffered: `write` buffers what it writes in small pieces.
+pub(crate) fn stream_output(
+    output: Option<&Path>,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<(), Exit> {
     match output {
-        Some(path) => output::write_whole(path, |mut file| file.write_all(text))
+        Some(path) => output::write_whole(path, |mut file| write(&mut file))
             .map_err(|e| Exit::input(format!("{}: cannot write: {e}", path.display()))),
         None => {
             let mut stdout = std::io::stdout().lock();
-            match stdout.write_all(text).and_then(|()| stdout.flush()) {
+            match write(&mut stdout).and_then(|()| stdout.flush()) {
                 // A closed pipe (`kit-cli report … | head`) is a reader that has seen enough.
                 Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
                 Err(e) => Err(Exit::input(format!("cannot write to stdout: {e}"))),

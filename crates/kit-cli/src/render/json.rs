@@ -1,10 +1,16 @@
 //! JSON: the view as it is (schema in `docs/cli.md`).
 
+use std::io::{self, Write};
+
 use crate::model::View;
 
-pub(crate) fn render(view: &View) -> String {
-    // The model holds strings, numbers and maps with string keys only: it always serializes.
-    let mut text = serde_json::to_string_pretty(view).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
-    text.push('\n');
-    text
+pub(crate) fn write(view: &View, out: &mut dyn Write) -> io::Result<()> {
+    // The serializer writes a few bytes at a time: buffered here, where its writer's type is
+    // known, each piece is a copy rather than a call through `dyn Write`.
+    let mut out = io::BufWriter::with_capacity(128 * 1024, out);
+    // The model holds strings, numbers and maps with string keys only: the only errors are the
+    // writer's.
+    serde_json::to_writer_pretty(&mut out, view)?;
+    out.write_all(b"\n")?;
+    out.flush()
 }
