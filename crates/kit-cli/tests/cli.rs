@@ -416,26 +416,32 @@ fn the_report_lists_attachments() {
     );
 }
 
-/// Several threads read an archive's tests (each every n-th one); the report still lists them
-/// in the archive's order, and a damaged test stops it with the entry named, wherever it is.
+/// Several threads read an archive's tests (batches of consecutive tests, each thread every n-th
+/// batch); the report still lists them in the archive's order, and a damaged test stops it
+/// with the entry named, wherever it is: in the first batch, in another thread's, in the
+/// last and short one.
 #[test]
 fn tests_read_side_by_side_are_reported_in_order_and_a_damaged_one_is_named() {
-    let dir = tempfile::tempdir().unwrap();
-    let names: Vec<String> = (0..9).map(|i| format!("t{i}")).collect();
+    let names: Vec<String> = (0..37).map(|i| format!("t{i:02}")).collect();
     let tests: Vec<(&str, u16, TestOutcome)> = names
         .iter()
         .map(|n| (n.as_str(), 200, TestOutcome::Passed))
         .collect();
+    let dir = tempfile::tempdir().unwrap();
     let path = archive(dir.path(), "order", &tests);
     let output = report(&[&path]);
     assert!(output.status.success(), "{}", stderr(&output));
     let listed: String = names.iter().map(|n| format!("Passed {n}\n")).collect();
     assert!(stdout(&output).contains(&listed), "{}", stdout(&output));
 
-    // Damage the fifth test's entries: the sixth and later are read by then, or being read.
-    let fifth = damage_test(&path, 4);
-    let output = report(&[&path]);
-    assert_input_error(&output, &format!("tests/{fifth}/"));
+    for nth in [4, 12, 36] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = archive(dir.path(), "order", &tests);
+        // Tests after it are read by then, or being read.
+        let damaged = damage_test(&path, nth);
+        let output = report(&[&path]);
+        assert_input_error(&output, &format!("tests/{damaged}/"));
+    }
 }
 
 /// An archive of two runs exports each run's spans under its own resource, runs in id order.
