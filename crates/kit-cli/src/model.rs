@@ -438,13 +438,9 @@ fn read_archive(
                         }
                     }
                     skip = (readers - 1) * TESTS_PER_BATCH;
-                    // A short batch (or one ending in an error) is the last.
-                    let last = batch.len() < TESTS_PER_BATCH || batch.last().is_some_and(Result::is_err);
-                    if batch.is_empty() {
-                        break;
-                    }
-                    // The receiver hangs up only when it stopped on an error: stop too.
-                    if send.send(batch).is_err() || last {
+                    // The replay stops at an error, and hangs up only when it stopped at one.
+                    let failed = batch.last().is_some_and(Result::is_err);
+                    if batch.is_empty() || send.send(batch).is_err() || failed {
                         break;
                     }
                     while let Ok(done) = given_back.try_recv() {
