@@ -22,7 +22,6 @@ struct Open {
 pub(crate) struct PrettyWriter<W: Write> {
     out: W,
     open: Vec<Open>,
-    scratch: Vec<u8>,
 }
 
 impl<W: Write> PrettyWriter<W> {
@@ -30,17 +29,12 @@ impl<W: Write> PrettyWriter<W> {
         PrettyWriter {
             out,
             open: Vec::new(),
-            scratch: Vec::new(),
         }
     }
 
     /// A new line indented to the current depth.
     fn new_line(&mut self) -> io::Result<()> {
-        self.out.write_all(b"\n")?;
-        for _ in 0..self.open.len() {
-            self.out.write_all(b"  ")?;
-        }
-        Ok(())
+        new_line(&mut self.out, self.open.len())
     }
 
     /// A member's separator and line in the open container: a comma after the first.
@@ -97,18 +91,14 @@ impl<W: Write> PrettyWriter<W> {
     /// A whole value: an element of the open array, or the value after a `key`.
     pub(crate) fn value(&mut self, value: &impl Serialize) -> io::Result<()> {
         self.member()?;
-        let mut scratch = std::mem::take(&mut self.scratch);
-        scratch.clear();
-        serde_json::to_writer_pretty(&mut scratch, value)?;
-        // Pretty JSON has a line break only between tokens (a string holds `\n` escaped), so
-        // each break takes this depth's indent in front of the value's own.
-        for (i, line) in scratch.split(|&b| b == b'\n').enumerate() {
-            if i > 0 {
-                self.new_line()?;
-            }
-            self.out.write_all(line)?;
-        }
-        self.scratch = scratch;
+        let formatter = Indented {
+            depth: self.open.len(),
+            filled: false,
+        };
+        value.serialize(&mut serde_json::Serializer::with_formatter(
+            &mut self.out,
+            formatter,
+        ))?;
         Ok(())
     }
 
@@ -120,6 +110,91 @@ impl<W: Write> PrettyWriter<W> {
         self.out.write_all(b"\n")?;
         self.out.flush()?;
         Ok(self.out)
+    }
+}
+
+/// A line break and `depth` indents of two spaces.
+fn new_line(out: &mut (impl Write + ?Sized), depth: usize) -> io::Result<()> {
+    const SPACES: &[u8; 64] = &[b' '; 64];
+    out.write_all(b"\n")?;
+    let mut indent = 2 * depth;
+    while indent > 0 {
+        let piece = indent.min(SPACES.len());
+        out.write_all(&SPACES[..piece])?;
+        indent -= piece;
+    }
+    Ok(())
+}
+
+/// `serde_json`'s pretty layout (its `PrettyFormatter`, two spaces an indent) for a value that
+/// starts `depth` containers deep in the document: serialized straight to the output, not
+/// serialized apart and indented again line by line, which was half of an export's writing.
+struct Indented {
+    depth: usize,
+    /// Whether the innermost container being written has a member yet.
+    filled: bool,
+}
+
+impl Indented {
+    fn begin(&mut self, out: &mut (impl Write + ?Sized), bracket: &[u8]) -> io::Result<()> {
+        self.depth += 1;
+        self.filled = false;
+        out.write_all(bracket)
+    }
+
+    fn end(&mut self, out: &mut (impl Write + ?Sized), bracket: &[u8]) -> io::Result<()> {
+        self.depth -= 1;
+        if self.filled {
+            new_line(out, self.depth)?;
+        }
+        out.write_all(bracket)
+    }
+
+    fn member(&mut self, out: &mut (impl Write + ?Sized), first: bool) -> io::Result<()> {
+        if !first {
+            out.write_all(b",")?;
+        }
+        new_line(out, self.depth)
+    }
+}
+
+impl serde_json::ser::Formatter for Indented {
+    fn begin_array<W: ?Sized + Write>(&mut self, out: &mut W) -> io::Result<()> {
+        self.begin(out, b"[")
+    }
+
+    fn end_array<W: ?Sized + Write>(&mut self, out: &mut W) -> io::Result<()> {
+        self.end(out, b"]")
+    }
+
+    fn begin_array_value<W: ?Sized + Write>(&mut self, out: &mut W, first: bool) -> io::Result<()> {
+        self.member(out, first)
+    }
+
+    fn end_array_value<W: ?Sized + Write>(&mut self, _out: &mut W) -> io::Result<()> {
+        self.filled = true;
+        Ok(())
+    }
+
+    fn begin_object<W: ?Sized + Write>(&mut self, out: &mut W) -> io::Result<()> {
+        self.begin(out, b"{")
+    }
+
+    fn end_object<W: ?Sized + Write>(&mut self, out: &mut W) -> io::Result<()> {
+        self.end(out, b"}")
+    }
+
+    fn begin_object_key<W: ?Sized + Write>(&mut self, out: &mut W, first: bool) -> io::Result<()> {
+        self.member(out, first)
+    }
+
+    fn begin_object_value<W: ?Sized + Write>(&mut self, out: &mut W) -> io::Result<()> {
+        out.write_all(b": ")
+    }
+
+    fn end_object_value<W: ?Sized + Write>(&mut self, _out: &mut W) -> io::Result<()> {
+        self.filled = true;
+        Ok(())
     }
 }
 
@@ -173,6 +248,16 @@ mod tests {
         same_as_serde(&json!([]));
         same_as_serde(&json!({ "log": { "entries": [], "pages": [{}], "version": "1.2" } }));
         same_as_serde(&json!([[1, [2, {"a\nb": "c\"\n"}], {}], null, "x"]));
+        // Deeper than one piece of indent (32 levels).
+        let mut deep = json!({ "leaf": [1, 2] });
+        for depth in 0..40 {
+            deep = if depth % 2 == 0 {
+                json!([deep, depth])
+            } else {
+                json!({ "k": deep })
+            };
+        }
+        same_as_serde(&deep);
     }
 
     fn json_value() -> impl Strategy<Value = Value> {
