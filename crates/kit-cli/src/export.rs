@@ -1,17 +1,19 @@
 //! `kit-cli export`: HAR 1.2 and OTLP/JSON, read one test at a time.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::Path;
 
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use kit_core::{AttributeValue, Attributes, EventId, EventKind, OperationStatus, TestOutcome, semconv};
 use kit_trace::{ArchiveReader, TestRecord};
 
 use crate::Exit;
-use crate::exchanges::{Body, Exchange, exchanges, rfc3339, timestamp};
+use crate::exchanges::{Exchange, exchanges, rfc3339, timestamp};
 use crate::pretty::PrettyWriter;
 
 pub(crate) fn export(archive: &Path, har: Option<&Path>, otlp: Option<&Path>) -> Result<(), Exit> {
@@ -67,11 +69,23 @@ fn write_streamed(path: &Path, write: impl FnOnce(&mut Out<'_>) -> Result<(), Fa
 // === HAR 1.2 ===
 
 /// A test's HAR page, kept small until the entries are written: one per test.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 struct Page {
-    started: String,
+    started_date_time: String,
     id: String,
     title: String,
-    outcome: &'static str,
+    page_timings: PageTimings,
+    /// The test's outcome.
+    comment: &'static str,
+}
+
+/// Neither is measured.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PageTimings {
+    on_content_load: i64,
+    on_load: i64,
 }
 
 /// HAR 1.2: one page per test (id: the test id, title: its name), one entry per request.
@@ -91,148 +105,222 @@ fn har_document(reader: &mut ArchiveReader, w: &mut Out<'_>) -> Result<(), Faile
     for record in reader.tests() {
         let record = record?;
         let page = Page {
-            started: timestamp(record.started_at),
+            started_date_time: timestamp(record.started_at),
             id: record.test_id.to_string(),
             title: record.name.clone(),
-            outcome: record.outcome.label(),
+            page_timings: PageTimings {
+                on_content_load: -1,
+                on_load: -1,
+            },
+            comment: record.outcome.label(),
         };
         for exchange in exchanges(&record.events) {
-            w.value(&har_entry(&page.id, &exchange))?;
+            let http_version = format!("HTTP/{}", exchange.protocol.as_deref().unwrap_or("1.1"));
+            w.value(&har_entry(&page.id, &exchange, &http_version))?;
         }
         pages.push(page);
     }
     w.end()?;
     w.key("pages")?;
     w.begin_array()?;
-    for page in pages {
-        w.value(&json!({
-            "startedDateTime": page.started,
-            "id": page.id,
-            "title": page.title,
-            "pageTimings": { "onContentLoad": -1, "onLoad": -1 },
-            "comment": page.outcome,
-        }))?;
+    for page in &pages {
+        w.value(page)?;
     }
     Ok(())
 }
 
-fn har_entry(page: &str, e: &Exchange) -> Value {
-    let http_version = format!("HTTP/{}", e.protocol.as_deref().unwrap_or("1.1"));
+/// A HAR entry, borrowed from its exchange: serialized as it stands, with no map built for it.
+/// Members are in the order HAR 1.2 lists them.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct HarEntry<'a> {
+    pageref: &'a str,
+    started_date_time: String,
+    time: f64,
+    request: HarRequest<'a>,
+    response: HarResponse<'a>,
+    cache: Empty,
+    timings: Timings,
+    comment: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct HarRequest<'a> {
+    method: &'a str,
+    url: &'a str,
+    http_version: &'a str,
+    cookies: Vec<NameValue<'a>>,
+    headers: Vec<NameValue<'a>>,
+    query_string: Vec<NameValue<'a>>,
+    headers_size: i64,
+    body_size: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    post_data: Option<PostData<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct HarResponse<'a> {
+    status: u16,
+    status_text: &'static str,
+    http_version: &'a str,
+    cookies: Vec<NameValue<'a>>,
+    headers: Vec<NameValue<'a>>,
+    content: Content<'a>,
+    #[serde(rename = "redirectURL")]
+    redirect_url: &'a str,
+    headers_size: i64,
+    body_size: i64,
+}
+
+#[derive(Serialize)]
+struct NameValue<'a> {
+    name: Cow<'a, str>,
+    value: Cow<'a, str>,
+}
+
+impl<'a> NameValue<'a> {
+    fn new(name: impl Into<Cow<'a, str>>, value: impl Into<Cow<'a, str>>) -> Self {
+        NameValue {
+            name: name.into(),
+            value: value.into(),
+        }
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PostData<'a> {
+    mime_type: &'a str,
+    text: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    comment: Option<&'static str>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Content<'a> {
+    size: i64,
+    mime_type: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    encoding: Option<&'static str>,
+}
+
+/// `{}`.
+#[derive(Serialize)]
+struct Empty {}
+
+/// Only the whole is measured: it is all `wait`; the phases the kit does not see are -1.
+#[derive(Serialize)]
+struct Timings {
+    blocked: i64,
+    dns: i64,
+    connect: i64,
+    ssl: i64,
+    send: i64,
+    wait: f64,
+    receive: i64,
+}
+
+fn har_entry<'a>(page: &'a str, e: &'a Exchange, http_version: &'a str) -> HarEntry<'a> {
     let total_ms = e
         .duration_ns
         .or_else(|| e.ended.map(|end| end.saturating_sub(e.started)))
         .map_or(0.0, |ns| ns as f64 / 1e6);
-    let query: Vec<Value> = url::Url::parse(&e.url)
+    let query_string = url::Url::parse(&e.url)
         .map(|u| {
             u.query_pairs()
-                .map(|(name, value)| json!({ "name": name, "value": value }))
+                .map(|(name, value)| NameValue::new(name.into_owned(), value.into_owned()))
                 .collect()
         })
         .unwrap_or_default();
-    let mut request = json!({
-        "method": e.method,
-        "url": e.url,
-        "httpVersion": http_version,
-        "cookies": cookies(e.request_header("cookie"), ';'),
-        "headers": har_headers(&e.request_headers),
-        "queryString": query,
-        "headersSize": -1,
-        "bodySize": e.request_body_size.map_or(-1, |n| n as i64),
-    });
-    if let Some(body) = &e.request_body {
-        let mime = e
+    let post_data = e.request_body.as_ref().map(|body| PostData {
+        mime_type: e
             .request_header("content-type")
-            .unwrap_or("application/octet-stream");
-        request["postData"] = post_data(mime, body);
-    }
-    let mut response = Map::new();
-    match e.status {
-        Some(status) => {
-            response.insert("status".into(), json!(status));
-            response.insert("statusText".into(), json!(status_text(status)));
-        }
+            .unwrap_or("application/octet-stream"),
+        text: &body.text,
+        // HAR 1.2 has no encoding on postData; the comment says how to read the text.
+        comment: body.base64.then_some("base64: the body was not UTF-8"),
+    });
+    let request = HarRequest {
+        method: &e.method,
+        url: &e.url,
+        http_version,
+        cookies: cookies(e.request_header("cookie"), ';'),
+        headers: har_headers(&e.request_headers),
+        query_string,
+        headers_size: -1,
+        body_size: e.request_body_size.map_or(-1, |n| n as i64),
+        post_data,
+    };
+    let response = HarResponse {
         // No response (a transport failure): HAR records status 0.
-        None => {
-            response.insert("status".into(), json!(0));
-            response.insert("statusText".into(), json!(""));
-        }
+        status: e.status.unwrap_or(0),
+        status_text: e.status.map_or("", status_text),
+        http_version,
+        cookies: e
+            .response_headers
+            .iter()
+            .filter(|(n, _)| n == "set-cookie")
+            .flat_map(|(_, v)| cookies(Some(v.split(';').next().unwrap_or_default()), ';'))
+            .collect(),
+        headers: har_headers(&e.response_headers),
+        content: Content {
+            size: e.response_body_size.map_or(0, |n| n as i64),
+            mime_type: e.response_header("content-type").unwrap_or_default(),
+            text: e.response_body.as_ref().map(|body| body.text.as_str()),
+            encoding: e
+                .response_body
+                .as_ref()
+                .and_then(|body| body.base64.then_some("base64")),
+        },
+        redirect_url: e.response_header("location").unwrap_or_default(),
+        headers_size: -1,
+        body_size: e.response_body_size.map_or(-1, |n| n as i64),
+    };
+    HarEntry {
+        pageref: page,
+        started_date_time: rfc3339(e.started),
+        time: total_ms,
+        request,
+        response,
+        cache: Empty {},
+        timings: Timings {
+            blocked: -1,
+            dns: -1,
+            connect: -1,
+            ssl: -1,
+            send: 0,
+            wait: total_ms,
+            receive: 0,
+        },
+        comment: match &e.failure {
+            Some(failure) => format!("request {}: {failure}", e.id),
+            None => format!("request {}", e.id),
+        },
     }
-    response.insert("httpVersion".into(), json!(http_version));
-    response.insert(
-        "cookies".into(),
-        json!(
-            e.response_headers
-                .iter()
-                .filter(|(n, _)| n == "set-cookie")
-                .flat_map(|(_, v)| cookies(Some(v.split(';').next().unwrap_or_default()), ';'))
-                .collect::<Vec<_>>()
-        ),
-    );
-    response.insert("headers".into(), json!(har_headers(&e.response_headers)));
-    let mime = e.response_header("content-type").unwrap_or_default();
-    let mut content = json!({
-        "size": e.response_body_size.map_or(0, |n| n as i64),
-        "mimeType": mime,
-    });
-    if let Some(body) = &e.response_body {
-        content["text"] = json!(body.text);
-        if body.base64 {
-            content["encoding"] = json!("base64");
-        }
-    }
-    response.insert("content".into(), content);
-    response.insert(
-        "redirectURL".into(),
-        json!(e.response_header("location").unwrap_or_default()),
-    );
-    response.insert("headersSize".into(), json!(-1));
-    response.insert(
-        "bodySize".into(),
-        json!(e.response_body_size.map_or(-1, |n| n as i64)),
-    );
-    let mut entry = json!({
-        "pageref": page,
-        "startedDateTime": rfc3339(e.started),
-        "time": total_ms,
-        "request": request,
-        "response": Value::Object(response),
-        "cache": {},
-        // Only the whole is measured: it is all `wait`; the phases the kit does not see are -1.
-        "timings": { "blocked": -1, "dns": -1, "connect": -1, "ssl": -1, "send": 0, "wait": total_ms, "receive": 0 },
-        "comment": format!("request {}", e.id),
-    });
-    if let Some(failure) = &e.failure {
-        entry["comment"] = json!(format!("request {}: {failure}", e.id));
-    }
-    entry
 }
 
-fn har_headers(headers: &[(String, String)]) -> Vec<Value> {
+fn har_headers(headers: &[(String, String)]) -> Vec<NameValue<'_>> {
     headers
         .iter()
-        .map(|(name, value)| json!({ "name": name, "value": value }))
+        .map(|(name, value)| NameValue::new(name.as_str(), value.as_str()))
         .collect()
 }
 
 /// `a=1; b=2` as HAR cookies.
-fn cookies(header: Option<&str>, separator: char) -> Vec<Value> {
+fn cookies(header: Option<&str>, separator: char) -> Vec<NameValue<'_>> {
     header
         .into_iter()
         .flat_map(|h| h.split(separator))
         .filter_map(|pair| {
             let (name, value) = pair.split_once('=')?;
-            Some(json!({ "name": name.trim(), "value": value.trim() }))
+            Some(NameValue::new(name.trim(), value.trim()))
         })
         .collect()
-}
-
-fn post_data(mime: &str, body: &Body) -> Value {
-    let mut data = json!({ "mimeType": mime, "text": body.text });
-    if body.base64 {
-        // HAR 1.2 has no encoding on postData; the comment says how to read the text.
-        data["comment"] = json!("base64: the body was not UTF-8");
-    }
-    data
 }
 
 fn status_text(status: u16) -> &'static str {
@@ -558,5 +646,130 @@ fn any_value(value: &AttributeValue) -> Value {
         AttributeValue::StrList(list) => json!({
             "arrayValue": { "values": list.iter().map(|s| json!({ "stringValue": s })).collect::<Vec<_>>() }
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exchanges::Body;
+
+    fn exchange() -> Exchange {
+        Exchange {
+            id: "00000000000000aa".into(),
+            started: 1_700_000_000_123_000_000,
+            ended: Some(1_700_000_000_125_500_000),
+            method: "POST".into(),
+            route: "/orders".into(),
+            url: "http://127.0.0.1:8080/orders?page=2&q=a%20b".into(),
+            request_headers: vec![
+                ("content-type".into(), "application/octet-stream".into()),
+                ("cookie".into(), "session=[REDACTED]; theme=dark".into()),
+            ],
+            request_body: Some(Body {
+                text: "AAEC".into(),
+                base64: true,
+            }),
+            request_body_size: Some(3),
+            status: None,
+            protocol: Some("2".into()),
+            response_headers: vec![
+                ("set-cookie".into(), "id=7; Path=/; HttpOnly".into()),
+                ("location".into(), "/orders/7".into()),
+            ],
+            response_body: Some(Body {
+                text: "/w==".into(),
+                base64: true,
+            }),
+            response_body_size: None,
+            duration_ns: None,
+            failure: Some("connection reset".into()),
+        }
+    }
+
+    /// Every member HAR 1.2 lists, in its order, for an exchange that takes every branch: a
+    /// binary request and response body, no status (a transport failure), cookies both ways,
+    /// a query string, no recorded duration (the span's ends give it).
+    #[test]
+    fn a_har_entry_has_every_member_in_order() {
+        let e = exchange();
+        let entry = serde_json::to_string(&har_entry("t1", &e, "HTTP/2")).unwrap();
+        let expected = json!({
+            "pageref": "t1",
+            "startedDateTime": "2023-11-14T22:13:20.123Z",
+            "time": 2.5,
+            "request": {
+                "method": "POST",
+                "url": "http://127.0.0.1:8080/orders?page=2&q=a%20b",
+                "httpVersion": "HTTP/2",
+                "cookies": [
+                    { "name": "session", "value": "[REDACTED]" },
+                    { "name": "theme", "value": "dark" },
+                ],
+                "headers": [
+                    { "name": "content-type", "value": "application/octet-stream" },
+                    { "name": "cookie", "value": "session=[REDACTED]; theme=dark" },
+                ],
+                "queryString": [
+                    { "name": "page", "value": "2" },
+                    { "name": "q", "value": "a b" },
+                ],
+                "headersSize": -1,
+                "bodySize": 3,
+                "postData": {
+                    "mimeType": "application/octet-stream",
+                    "text": "AAEC",
+                    "comment": "base64: the body was not UTF-8",
+                },
+            },
+            "response": {
+                "status": 0,
+                "statusText": "",
+                "httpVersion": "HTTP/2",
+                "cookies": [{ "name": "id", "value": "7" }],
+                "headers": [
+                    { "name": "set-cookie", "value": "id=7; Path=/; HttpOnly" },
+                    { "name": "location", "value": "/orders/7" },
+                ],
+                "content": { "size": 0, "mimeType": "", "text": "/w==", "encoding": "base64" },
+                "redirectURL": "/orders/7",
+                "headersSize": -1,
+                "bodySize": -1,
+            },
+            "cache": {},
+            "timings": { "blocked": -1, "dns": -1, "connect": -1, "ssl": -1, "send": 0, "wait": 2.5, "receive": 0 },
+            "comment": "request 00000000000000aa: connection reset",
+        });
+        assert_eq!(entry, expected.to_string());
+
+        // A text exchange that was answered: a status and its reason, no encoding, no comment
+        // on the body, the time as recorded.
+        let mut e = exchange();
+        e.status = Some(201);
+        e.failure = None;
+        e.duration_ns = Some(1_250_000);
+        e.request_body = Some(Body {
+            text: "{}".into(),
+            base64: false,
+        });
+        e.response_body = Some(Body {
+            text: "{\"id\":7}".into(),
+            base64: false,
+        });
+        e.response_body_size = Some(8);
+        let entry = serde_json::to_value(har_entry("t1", &e, "HTTP/1.1")).unwrap();
+        assert_eq!(entry["time"], 1.25);
+        assert_eq!(entry["response"]["status"], 201);
+        assert_eq!(entry["response"]["statusText"], "Created");
+        assert_eq!(
+            entry["request"]["postData"],
+            json!({ "mimeType": "application/octet-stream", "text": "{}" })
+        );
+        assert_eq!(
+            entry["response"]["content"],
+            json!({ "size": 8, "mimeType": "", "text": "{\"id\":7}" })
+        );
+        assert_eq!(entry["response"]["bodySize"], 8);
+        assert_eq!(entry["comment"], "request 00000000000000aa");
     }
 }
