@@ -7,7 +7,7 @@ use std::io::BufWriter;
 use std::path::Path;
 
 use serde::Serialize;
-use serde_json::{Map, Value, json};
+use serde_json::json;
 
 use kit_core::{AttributeValue, Attributes, EventId, EventKind, OperationStatus, TestOutcome, semconv};
 use kit_trace::{ArchiveReader, TestRecord};
@@ -358,8 +358,8 @@ fn otlp_document(reader: &mut ArchiveReader, w: &mut Out<'_>) -> Result<(), Fail
             w.begin_object()?;
             w.key("resource")?;
             w.value(&json!({ "attributes": [
-                attribute("service.name", &AttributeValue::Str("kit".into())),
-                attribute("kit.run.id", &AttributeValue::Str(record.run_id.to_string())),
+                attribute("service.name", "kit"),
+                attribute("kit.run.id", record.run_id.as_str()),
             ] }))?;
             w.key("scopeSpans")?;
             w.begin_array()?;
@@ -370,7 +370,8 @@ fn otlp_document(reader: &mut ArchiveReader, w: &mut Out<'_>) -> Result<(), Fail
             w.begin_array()?;
             run = Some(record.run_id.clone());
         }
-        for span in test_spans(&record) {
+        let trace_id = record.test_id.to_string().replace('-', "");
+        for span in test_spans(&record, &trace_id) {
             w.value(&span)?;
         }
     }
@@ -388,24 +389,74 @@ fn end_resource(w: &mut Out<'_>) -> Result<(), Failed> {
     Ok(())
 }
 
-struct SpanBuilder {
-    span: Map<String, Value>,
-    attributes: Vec<Value>,
-    events: Vec<Value>,
+/// An OTLP span, borrowed from its test's events where it can be: serialized as it stands,
+/// with no map built for it. Members in the order the exporter has always written them.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Span<'a> {
+    trace_id: &'a str,
+    span_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parent_span_id: Option<String>,
+    name: Cow<'a, str>,
+    kind: u8,
+    start_time_unix_nano: String,
+    end_time_unix_nano: String,
+    /// Set once the span's operation ends (the test's own span: from its outcome).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<Status>,
+    attributes: Vec<KeyValue<'a>>,
+    events: Vec<SpanEvent<'a>>,
+}
+
+#[derive(Serialize)]
+struct Status {
+    code: u8,
+    message: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SpanEvent<'a> {
+    time_unix_nano: String,
+    name: &'a str,
+    attributes: Vec<KeyValue<'a>>,
+}
+
+/// OTLP's KeyValue.
+#[derive(Serialize)]
+struct KeyValue<'a> {
+    key: &'a str,
+    value: AnyValue<'a>,
+}
+
+/// OTLP/JSON's AnyValue: 64-bit integers as strings, lists as arrayValue.
+#[derive(Serialize)]
+enum AnyValue<'a> {
+    #[serde(rename = "stringValue")]
+    String(Cow<'a, str>),
+    #[serde(rename = "intValue")]
+    Int(String),
+    #[serde(rename = "doubleValue")]
+    Double(f64),
+    #[serde(rename = "boolValue")]
+    Bool(bool),
+    #[serde(rename = "arrayValue")]
+    Array { values: Vec<AnyValue<'a>> },
 }
 
 /// A test's spans in the order they started, found by the id of the event that started them
 /// (the test's own span by its first event's): a test of many requests looks its spans up once
 /// an event, so a scan of the list made exporting it quadratic (20 000 requests in one test
 /// took 6.4 s). Ids are turned into text only where a span is written.
-struct Spans {
-    builders: Vec<SpanBuilder>,
+struct Spans<'a> {
+    builders: Vec<Span<'a>>,
     by_id: HashMap<EventId, usize>,
 }
 
-impl Spans {
+impl<'a> Spans<'a> {
     /// The test's own span, first and always there.
-    fn new(root_id: Option<EventId>, root: SpanBuilder) -> Self {
+    fn new(root_id: Option<EventId>, root: Span<'a>) -> Self {
         let mut spans = Spans {
             builders: Vec::new(),
             by_id: HashMap::new(),
@@ -415,7 +466,7 @@ impl Spans {
     }
 
     /// Adds a span; an id already taken still finds the first span that took it.
-    fn push(&mut self, id: Option<EventId>, builder: SpanBuilder) {
+    fn push(&mut self, id: Option<EventId>, builder: Span<'a>) {
         if let Some(id) = id {
             self.by_id.entry(id).or_insert(self.builders.len());
         }
@@ -423,7 +474,7 @@ impl Spans {
     }
 
     /// The span `parent` names, or the test's own span for none.
-    fn of_parent(&mut self, parent: Option<EventId>) -> Option<&mut SpanBuilder> {
+    fn of_parent(&mut self, parent: Option<EventId>) -> Option<&mut Span<'a>> {
         let i = match parent {
             Some(id) => *self.by_id.get(&id)?,
             None => 0,
@@ -432,22 +483,21 @@ impl Spans {
     }
 
     /// The test's own span.
-    fn root(&mut self) -> &mut SpanBuilder {
+    fn root(&mut self) -> &mut Span<'a> {
         // `new` pushed it first, and spans are never removed.
         &mut self.builders[0]
     }
 }
 
 /// An assertion started and not yet ended: an event of its parent's span once it ends.
-struct OpenAssertion {
+struct OpenAssertion<'a> {
     parent: Option<EventId>,
     stamp: u64,
-    name: String,
-    attributes: Attributes,
+    name: &'a str,
+    attributes: &'a Attributes,
 }
 
-fn test_spans(record: &TestRecord) -> Vec<Value> {
-    let trace_id = record.test_id.to_string().replace('-', "");
+fn test_spans<'a>(record: &'a TestRecord, trace_id: &'a str) -> Vec<Span<'a>> {
     let started = record.started_at.as_unix_nanos();
     let last = record
         .events
@@ -463,39 +513,35 @@ fn test_spans(record: &TestRecord) -> Vec<Value> {
         TestOutcome::Failed { message } => (STATUS_ERROR, message.clone()),
         _ => (STATUS_ERROR, "interrupted: the test never finished".to_owned()),
     };
-    let mut root = SpanBuilder {
-        span: span_fields(
-            &trace_id,
-            &root_id,
-            None,
-            &record.name,
-            KIND_INTERNAL,
-            started,
-            ended,
-        ),
-        attributes: vec![
-            attribute("kit.test.name", &AttributeValue::Str(record.name.clone())),
-            attribute(
-                "kit.test.outcome",
-                &AttributeValue::Str(record.outcome.label().into()),
-            ),
-        ],
-        events: Vec::new(),
-    };
-    root.span
-        .insert("status".into(), json!({ "code": status, "message": message }));
+    let mut root = span(
+        trace_id,
+        root_id.clone(),
+        None,
+        Cow::Borrowed(&record.name),
+        KIND_INTERNAL,
+        started,
+        ended,
+    );
+    root.attributes = vec![
+        attribute("kit.test.name", &record.name),
+        attribute("kit.test.outcome", record.outcome.label()),
+    ];
+    root.status = Some(Status {
+        code: status,
+        message,
+    });
     let mut spans = Spans::new(root_event, root);
     // Assertion operations become events of their parent's span when they end. By id, with
     // every start kept: a recorder that repeats an id has each start taken by one end, in turn.
-    let mut assertions: HashMap<EventId, VecDeque<OpenAssertion>> = HashMap::new();
+    let mut assertions: HashMap<EventId, VecDeque<OpenAssertion<'a>>> = HashMap::new();
     for event in &record.events {
         match &event.kind {
             EventKind::OperationStarted(op) if op.name.starts_with("assert.") => {
                 assertions.entry(event.id).or_default().push_back(OpenAssertion {
                     parent: event.parent_id,
                     stamp: event.timestamp.as_unix_nanos(),
-                    name: op.display_name.clone(),
-                    attributes: op.attributes.clone(),
+                    name: &op.display_name,
+                    attributes: &op.attributes,
                 });
             }
             EventKind::OperationStarted(op) => {
@@ -505,22 +551,23 @@ fn test_spans(record: &TestRecord) -> Vec<Value> {
                         .get_str(semconv::HTTP_REQUEST_METHOD)
                         .unwrap_or("HTTP");
                     let route = op.attributes.get_str(semconv::HTTP_ROUTE).unwrap_or("");
-                    (format!("{method} {route}"), KIND_CLIENT)
+                    (Cow::Owned(format!("{method} {route}")), KIND_CLIENT)
                 } else {
-                    (op.display_name.clone(), KIND_INTERNAL)
+                    (Cow::Borrowed(op.display_name.as_str()), KIND_INTERNAL)
                 };
                 let parent = event.parent_id.map_or_else(|| root_id.clone(), |p| p.to_string());
-                let id = event.id.to_string();
                 let stamp = event.timestamp.as_unix_nanos();
-                let mut builder = SpanBuilder {
-                    span: span_fields(&trace_id, &id, Some(&parent), &name, kind, stamp, ended),
-                    attributes: otel_attributes(&op.attributes),
-                    events: Vec::new(),
-                };
-                builder.attributes.push(attribute(
-                    "kit.operation",
-                    &AttributeValue::Str(op.name.to_string()),
-                ));
+                let mut builder = span(
+                    trace_id,
+                    event.id.to_string(),
+                    Some(parent),
+                    name,
+                    kind,
+                    stamp,
+                    ended,
+                );
+                builder.attributes = otel_attributes(&op.attributes);
+                builder.attributes.push(attribute("kit.operation", &*op.name));
                 spans.push(Some(event.id), builder);
             }
             EventKind::OperationEnded(end) => {
@@ -535,32 +582,34 @@ fn test_spans(record: &TestRecord) -> Vec<Value> {
                     attributes: attrs,
                 }) = assertions.get_mut(&end.operation).and_then(VecDeque::pop_front)
                 {
-                    let mut attributes = otel_attributes(&attrs);
+                    let mut attributes = otel_attributes(attrs);
                     // The kit records whether an assertion held; an operation of another
                     // recorder may not, and then its status says. One key either way: OTLP
                     // attribute keys are unique.
                     if attrs.get(semconv::ASSERTION_RESULT).is_none() {
-                        attributes.push(attribute(
-                            semconv::ASSERTION_RESULT,
-                            &AttributeValue::Bool(status == STATUS_OK),
-                        ));
+                        attributes.push(KeyValue {
+                            key: semconv::ASSERTION_RESULT,
+                            value: AnyValue::Bool(status == STATUS_OK),
+                        });
                     }
                     if !message.is_empty() {
-                        attributes.push(attribute("exception.message", &AttributeValue::Str(message)));
+                        attributes.push(attribute("exception.message", message));
                     }
-                    let event =
-                        json!({ "timeUnixNano": stamp.to_string(), "name": name, "attributes": attributes });
+                    let event = SpanEvent {
+                        time_unix_nano: stamp.to_string(),
+                        name,
+                        attributes,
+                    };
                     match spans.of_parent(parent) {
                         Some(span) => span.events.push(event),
                         None => spans.root().events.push(event),
                     }
                 } else if let Some(span) = spans.of_parent(Some(end.operation)) {
-                    span.span.insert(
-                        "endTimeUnixNano".into(),
-                        json!(event.timestamp.as_unix_nanos().to_string()),
-                    );
-                    span.span
-                        .insert("status".into(), json!({ "code": status, "message": message }));
+                    span.end_time_unix_nano = event.timestamp.as_unix_nanos().to_string();
+                    span.status = Some(Status {
+                        code: status,
+                        message,
+                    });
                     span.attributes.extend(otel_attributes(&end.attributes));
                 }
             }
@@ -576,76 +625,79 @@ fn test_spans(record: &TestRecord) -> Vec<Value> {
                         semconv::NETWORK_PROTOCOL_VERSION,
                     ] {
                         if let Some(value) = o.attributes.get(key) {
-                            span.attributes.push(attribute(key, value));
+                            span.attributes.push(KeyValue {
+                                key,
+                                value: any_value(value),
+                            });
                         }
                     }
                 } else {
-                    span.events.push(json!({
-                        "timeUnixNano": event.timestamp.as_unix_nanos().to_string(),
-                        "name": o.name,
-                        "attributes": otel_attributes(&o.attributes),
-                    }));
+                    span.events.push(SpanEvent {
+                        time_unix_nano: event.timestamp.as_unix_nanos().to_string(),
+                        name: &o.name,
+                        attributes: otel_attributes(&o.attributes),
+                    });
                 }
             }
             _ => {}
         }
     }
-    spans
-        .builders
-        .into_iter()
-        .map(|mut b| {
-            b.span.insert("attributes".into(), Value::Array(b.attributes));
-            b.span.insert("events".into(), Value::Array(b.events));
-            Value::Object(b.span)
+    spans.builders
+}
+
+/// A span with no status, attributes or events yet; it ends no earlier than it starts.
+fn span<'a>(
+    trace_id: &'a str,
+    span_id: String,
+    parent_span_id: Option<String>,
+    name: Cow<'a, str>,
+    kind: u8,
+    start: u64,
+    end: u64,
+) -> Span<'a> {
+    Span {
+        trace_id,
+        span_id,
+        parent_span_id,
+        name,
+        kind,
+        start_time_unix_nano: start.to_string(),
+        end_time_unix_nano: end.max(start).to_string(),
+        status: None,
+        attributes: Vec::new(),
+        events: Vec::new(),
+    }
+}
+
+/// Attributes as OTLP KeyValues, bodies left out (they are in the archive and in HAR).
+fn otel_attributes(attributes: &Attributes) -> Vec<KeyValue<'_>> {
+    attributes
+        .iter()
+        .filter(|(key, _)| *key != semconv::KIT_REQUEST_BODY && *key != semconv::KIT_RESPONSE_BODY)
+        .map(|(key, value)| KeyValue {
+            key,
+            value: any_value(value),
         })
         .collect()
 }
 
-fn span_fields(
-    trace_id: &str,
-    span_id: &str,
-    parent: Option<&str>,
-    name: &str,
-    kind: u8,
-    start: u64,
-    end: u64,
-) -> Map<String, Value> {
-    let mut span = Map::new();
-    span.insert("traceId".into(), json!(trace_id));
-    span.insert("spanId".into(), json!(span_id));
-    if let Some(parent) = parent {
-        span.insert("parentSpanId".into(), json!(parent));
+/// A string attribute.
+fn attribute<'a>(key: &'a str, value: impl Into<Cow<'a, str>>) -> KeyValue<'a> {
+    KeyValue {
+        key,
+        value: AnyValue::String(value.into()),
     }
-    span.insert("name".into(), json!(name));
-    span.insert("kind".into(), json!(kind));
-    span.insert("startTimeUnixNano".into(), json!(start.to_string()));
-    span.insert("endTimeUnixNano".into(), json!(end.max(start).to_string()));
-    span
 }
 
-/// Attributes as OTLP KeyValues, bodies left out (they are in the archive and in HAR).
-fn otel_attributes(attributes: &Attributes) -> Vec<Value> {
-    attributes
-        .iter()
-        .filter(|(key, _)| *key != semconv::KIT_REQUEST_BODY && *key != semconv::KIT_RESPONSE_BODY)
-        .map(|(key, value)| attribute(key, value))
-        .collect()
-}
-
-fn attribute(key: &str, value: &AttributeValue) -> Value {
-    json!({ "key": key, "value": any_value(value) })
-}
-
-/// OTLP/JSON's AnyValue: 64-bit integers as strings, lists as arrayValue.
-fn any_value(value: &AttributeValue) -> Value {
+fn any_value(value: &AttributeValue) -> AnyValue<'_> {
     match value {
-        AttributeValue::Str(s) => json!({ "stringValue": s }),
-        AttributeValue::Int(i) => json!({ "intValue": i.to_string() }),
-        AttributeValue::Float(f) => json!({ "doubleValue": f }),
-        AttributeValue::Bool(b) => json!({ "boolValue": b }),
-        AttributeValue::StrList(list) => json!({
-            "arrayValue": { "values": list.iter().map(|s| json!({ "stringValue": s })).collect::<Vec<_>>() }
-        }),
+        AttributeValue::Str(s) => AnyValue::String(Cow::Borrowed(s)),
+        AttributeValue::Int(i) => AnyValue::Int(i.to_string()),
+        AttributeValue::Float(f) => AnyValue::Double(*f),
+        AttributeValue::Bool(b) => AnyValue::Bool(*b),
+        AttributeValue::StrList(list) => AnyValue::Array {
+            values: list.iter().map(|s| AnyValue::String(Cow::Borrowed(s))).collect(),
+        },
     }
 }
 
@@ -771,5 +823,37 @@ mod tests {
         );
         assert_eq!(entry["response"]["bodySize"], 8);
         assert_eq!(entry["comment"], "request 00000000000000aa");
+    }
+
+    /// OTLP/JSON's AnyValue for each kind of attribute: integers as strings, lists as
+    /// `arrayValue`, a float that is not finite as `null` (JSON has no NaN).
+    #[test]
+    fn every_attribute_value_is_an_otlp_any_value() {
+        let cases = [
+            (
+                AttributeValue::Str("a\"b".into()),
+                json!({ "stringValue": "a\"b" }),
+            ),
+            (AttributeValue::Int(-7), json!({ "intValue": "-7" })),
+            (
+                AttributeValue::Int(i64::MAX),
+                json!({ "intValue": "9223372036854775807" }),
+            ),
+            (AttributeValue::Float(1.5), json!({ "doubleValue": 1.5 })),
+            (AttributeValue::Float(f64::NAN), json!({ "doubleValue": null })),
+            (AttributeValue::Bool(true), json!({ "boolValue": true })),
+            (
+                AttributeValue::StrList(vec!["text/html".into(), "*/*".into()]),
+                json!({ "arrayValue": { "values": [{ "stringValue": "text/html" }, { "stringValue": "*/*" }] } }),
+            ),
+            (
+                AttributeValue::StrList(vec![]),
+                json!({ "arrayValue": { "values": [] } }),
+            ),
+        ];
+        for (value, expected) in cases {
+            let written = serde_json::to_string(&any_value(&value)).unwrap();
+            assert_eq!(written, expected.to_string(), "{value:?}");
+        }
     }
 }
