@@ -20,12 +20,12 @@ pub(crate) fn export(archive: &Path, har: Option<&Path>, otlp: Option<&Path>) ->
     let archive = crate::inputs::archive(archive).map_err(Exit::input)?;
     let open = || ArchiveReader::open(archive).map_err(Exit::input);
     if let Some(path) = har {
-        let mut reader = open()?;
-        write_streamed(path, |w| har_document(&mut reader, w))?;
+        let reader = open()?;
+        write_streamed(path, |w| har_document(reader, w))?;
     }
     if let Some(path) = otlp {
-        let mut reader = open()?;
-        write_streamed(path, |w| otlp_document(&mut reader, w))?;
+        let reader = open()?;
+        write_streamed(path, |w| otlp_document(reader, w))?;
     }
     Ok(())
 }
@@ -91,7 +91,7 @@ struct PageTimings {
 /// HAR 1.2: one page per test (id: the test id, title: its name), one entry per request.
 /// Entries are written as each test is read, and the pages after them (JSON members have no
 /// order), so only the pages are held: a few strings a test.
-fn har_document(reader: &mut ArchiveReader, w: &mut Out<'_>) -> Result<(), Failed> {
+fn har_document(reader: ArchiveReader, w: &mut Out<'_>) -> Result<(), Failed> {
     w.begin_object()?;
     w.key("log")?;
     w.begin_object()?;
@@ -102,8 +102,7 @@ fn har_document(reader: &mut ArchiveReader, w: &mut Out<'_>) -> Result<(), Faile
     w.key("entries")?;
     w.begin_array()?;
     let mut pages = Vec::new();
-    for record in reader.tests() {
-        let record = record?;
+    crate::read_ahead::each_test(reader, |record| -> Result<(), Failed> {
         let page = Page {
             started_date_time: timestamp(record.started_at),
             id: record.test_id.to_string(),
@@ -119,7 +118,8 @@ fn har_document(reader: &mut ArchiveReader, w: &mut Out<'_>) -> Result<(), Faile
             w.value(&har_entry(&page.id, &exchange, &http_version))?;
         }
         pages.push(page);
-    }
+        Ok(())
+    })?;
     w.end()?;
     w.key("pages")?;
     w.begin_array()?;
@@ -342,15 +342,14 @@ const STATUS_ERROR: u8 = 2;
 /// An ExportTraceServiceRequest: one resource per run, a trace per test (its id the test's),
 /// a root span per test, a span per operation (CLIENT `{METHOD} {route}` for requests), and
 /// assertions and observations as events of the span they belong to.
-fn otlp_document(reader: &mut ArchiveReader, w: &mut Out<'_>) -> Result<(), Failed> {
+fn otlp_document(reader: ArchiveReader, w: &mut Out<'_>) -> Result<(), Failed> {
     w.begin_object()?;
     w.key("resourceSpans")?;
     w.begin_array()?;
     // The reader gives runs one after another, in id order: each run's spans are written
     // under its resource as its tests are read.
     let mut run: Option<kit_core::RunId> = None;
-    for record in reader.tests() {
-        let record = record?;
+    crate::read_ahead::each_test(reader, |record| -> Result<(), Failed> {
         if run.as_ref() != Some(&record.run_id) {
             if run.is_some() {
                 end_resource(w)?;
@@ -371,10 +370,11 @@ fn otlp_document(reader: &mut ArchiveReader, w: &mut Out<'_>) -> Result<(), Fail
             run = Some(record.run_id.clone());
         }
         let trace_id = record.test_id.to_string().replace('-', "");
-        for span in test_spans(&record, &trace_id) {
+        for span in test_spans(record, &trace_id) {
             w.value(&span)?;
         }
-    }
+        Ok(())
+    })?;
     if run.is_some() {
         end_resource(w)?;
     }

@@ -18,6 +18,7 @@ mod model;
 mod output;
 mod pretty;
 mod progress;
+mod read_ahead;
 mod render;
 
 use std::ffi::OsString;

@@ -396,111 +396,25 @@ fn read_archive(
             ));
         }
     }
-    // Stages on the machine's cores: reader threads inflate and parse tests, a batch of
-    // consecutive tests at a time, each every n-th batch, and this thread replays them into the
-    // collectors in the archive's order, taking from the readers in turn. Reading was the
-    // slower stage (half the samples of a 100 000-request report against a third for the
-    // replay), so two readers share it. Batches, not single tests, cross the channels: a test
-    // at a time, a 10 000-test report made 9 400 futex calls; in batches of 8, 1 400.
-    // Records go back to the reader that made them to be dropped: freed on the thread that
-    // allocated them, the allocator's per-thread arenas never contend (freeing them here made
-    // the pipeline slower than one thread). Bounded channels keep memory to a few tests in
-    // flight.
-    let readers = reader_threads();
-    let mut handles: Vec<ArchiveReader> = (1..readers).map(|_| reader.clone()).collect();
-    handles.push(reader);
-    std::thread::scope(|scope| {
-        let mut receivers = Vec::with_capacity(readers);
-        let mut give_backs = Vec::with_capacity(readers);
-        for (k, mut reader) in handles.into_iter().enumerate() {
-            let (send, receive) = std::sync::mpsc::sync_channel::<Batch>(BATCHES_IN_FLIGHT);
-            let (give_back, given_back) = std::sync::mpsc::channel::<Batch>();
-            receivers.push(receive);
-            give_backs.push(give_back);
-            scope.spawn(move || {
-                let mut tests = reader.tests();
-                // Batch b is this reader's when b mod n is k: skip to the first, then past
-                // the others' between two of its own.
-                let mut skip = k * TESTS_PER_BATCH;
-                loop {
-                    let mut batch = Vec::with_capacity(TESTS_PER_BATCH);
-                    while batch.len() < TESTS_PER_BATCH {
-                        let next = if batch.is_empty() {
-                            tests.nth(skip)
-                        } else {
-                            tests.next()
-                        };
-                        let Some(record) = next else { break };
-                        let failed = record.is_err();
-                        batch.push(record);
-                        if failed {
-                            break;
-                        }
-                    }
-                    skip = (readers - 1) * TESTS_PER_BATCH;
-                    // The replay stops at an error, and hangs up only when it stopped at one.
-                    let failed = batch.last().is_some_and(Result::is_err);
-                    if batch.is_empty() || send.send(batch).is_err() || failed {
-                        break;
-                    }
-                    while let Ok(done) = given_back.try_recv() {
-                        drop(done);
-                    }
-                }
-                drop(send);
-                for done in given_back {
-                    drop(done);
-                }
-            });
-        }
-        // Batch b comes from reader b mod n; the first reader to run dry marks the end.
-        for k in (0..readers).cycle() {
-            let Ok(mut batch) = receivers[k].recv() else {
-                break;
-            };
-            // A reader's error ends its batch, and the replay with it, after the tests before.
-            let failed = batch.pop_if(|record| record.is_err());
-            for record in batch.iter().flatten() {
-                progress.test();
-                let Some(builder) = runs.get_mut(&record.run_id) else {
-                    continue;
-                };
-                for event in &record.events {
-                    if let Some(collectors) = builder.collectors.as_mut() {
-                        collectors.on_event(event);
-                    }
-                    if let Some(collectors) = whole.as_deref_mut() {
-                        collectors.on_event(event);
-                    }
-                }
-                let row = test_row(record);
-                builder.report.summary.add(&row);
-                builder.report.tests.push(row);
+    crate::read_ahead::each_test(reader, |record| {
+        progress.test();
+        let Some(builder) = runs.get_mut(&record.run_id) else {
+            return Ok(());
+        };
+        for event in &record.events {
+            if let Some(collectors) = builder.collectors.as_mut() {
+                collectors.on_event(event);
             }
-            let _ = give_backs[k].send(batch);
-            if let Some(Err(e)) = failed {
-                return Err(e);
+            if let Some(collectors) = whole.as_deref_mut() {
+                collectors.on_event(event);
             }
         }
-        drop(give_backs);
+        let row = test_row(record);
+        builder.report.summary.add(&row);
+        builder.report.tests.push(row);
         Ok(())
     })
 }
-
-/// Threads reading an archive beside the one replaying it: two where there are two cores or
-/// more, else one.
-fn reader_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 2))
-}
-
-/// Consecutive tests a reader reads and hands over together.
-const TESTS_PER_BATCH: usize = 8;
-
-/// Batches each reader reads ahead of the replay: with two readers, some 32 tests in flight.
-const BATCHES_IN_FLIGHT: usize = 2;
-
-/// Tests a reader hands over at once, in the archive's order.
-type Batch = Vec<Result<TestRecord, TraceError>>;
 
 /// A test's row: its outcome, requests and attachments.
 fn test_row(record: &TestRecord) -> TestRow {

@@ -417,9 +417,9 @@ fn the_report_lists_attachments() {
 }
 
 /// Several threads read an archive's tests (batches of consecutive tests, each thread every n-th
-/// batch); the report still lists them in the archive's order, and a damaged test stops it
-/// with the entry named, wherever it is: in the first batch, in another thread's, in the
-/// last and short one.
+/// batch); the report and both exports still give them in the archive's order, and a damaged
+/// test stops each with the entry named, wherever it is: in the first batch, in another
+/// thread's, in the last and short one. An export stopped so leaves no file.
 #[test]
 fn tests_read_side_by_side_are_reported_in_order_and_a_damaged_one_is_named() {
     let names: Vec<String> = (0..37).map(|i| format!("t{i:02}")).collect();
@@ -433,6 +433,23 @@ fn tests_read_side_by_side_are_reported_in_order_and_a_damaged_one_is_named() {
     assert!(output.status.success(), "{}", stderr(&output));
     let listed: String = names.iter().map(|n| format!("Passed {n}\n")).collect();
     assert!(stdout(&output).contains(&listed), "{}", stdout(&output));
+    let har = exported(&path, "--har", dir.path());
+    let pages: Vec<&str> = har["log"]["pages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(pages, names);
+    let otlp = exported(&path, "--otlp", dir.path());
+    let roots: Vec<&str> = otlp["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s.get("parentSpanId").is_none())
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(roots, names);
 
     for nth in [4, 12, 36] {
         let dir = tempfile::tempdir().unwrap();
@@ -441,6 +458,11 @@ fn tests_read_side_by_side_are_reported_in_order_and_a_damaged_one_is_named() {
         let damaged = damage_test(&path, nth);
         let output = report(&[&path]);
         assert_input_error(&output, &format!("tests/{damaged}/"));
+        for flag in ["--har", "--otlp"] {
+            let out = dir.path().join("out.json");
+            assert_input_error(&export_to(&path, flag, &out), &format!("tests/{damaged}/"));
+            assert!(!out.exists(), "{flag}");
+        }
     }
 }
 
@@ -1011,6 +1033,27 @@ fn a_full_stdout_is_an_error() {
             .output()
             .unwrap();
         assert_input_error(&output, "cannot write to stdout: No space left on device");
+    }
+}
+
+/// An export that cannot write stops part way with the reason, whether the readers are still
+/// reading ahead or not: the document here is larger than the output's buffer many times over.
+#[cfg(target_os = "linux")]
+#[test]
+fn an_export_to_a_full_disk_stops_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let names: Vec<String> = (0..1600).map(|i| format!("t{i:04}")).collect();
+    let tests: Vec<(&str, u16, TestOutcome)> = names
+        .iter()
+        .map(|n| (n.as_str(), 200, TestOutcome::Passed))
+        .collect();
+    let path = archive(dir.path(), "full", &tests);
+    for flag in ["--har", "--otlp"] {
+        let written = exported(&path, flag, dir.path());
+        let size = serde_json::to_vec_pretty(&written).unwrap().len();
+        assert!(size > 1 << 20, "{flag}: {size} bytes, not many times the buffer");
+        let output = export_to(&path, flag, Path::new("/dev/full"));
+        assert_input_error(&output, "/dev/full: cannot write: No space left on device");
     }
 }
 
