@@ -396,6 +396,7 @@ fn read_archive(
             ));
         }
     }
+    // Read ahead on other threads; replayed here into the collectors, in the archive's order.
     crate::read_ahead::each_test(reader, |record| {
         progress.test();
         let Some(builder) = runs.get_mut(&record.run_id) else {
