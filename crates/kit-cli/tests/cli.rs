@@ -991,25 +991,30 @@ fn attribute_of(span: &serde_json::Value, key: &str) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// `kit-cli report <fixture> --format <format>` writing its stdout to `stdout`.
+fn report_fixture_to(format: &str, stdout: impl Into<std::process::Stdio>) -> Output {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report-fixture.kittrace");
+    Command::new(env!("CARGO_BIN_EXE_kit-cli"))
+        .args([
+            "report".as_ref(),
+            fixture.as_os_str(),
+            "--format".as_ref(),
+            format.as_ref(),
+        ])
+        .stdout(stdout)
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn a_reader_that_closes_the_pipe_early_is_not_an_error() {
     // `kit-cli report … | head`: the reader is gone before the report is written. Its end
     // of the pipe is closed before kit-cli starts, so every write meets a closed pipe. JSON is
     // written as it is serialized, the other formats whole.
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report-fixture.kittrace");
     for format in ["html", "json"] {
         let (reader, writer) = std::io::pipe().unwrap();
         drop(reader);
-        let output = Command::new(env!("CARGO_BIN_EXE_kit-cli"))
-            .args([
-                "report".as_ref(),
-                fixture.as_os_str(),
-                "--format".as_ref(),
-                format.as_ref(),
-            ])
-            .stdout(writer)
-            .output()
-            .unwrap();
+        let output = report_fixture_to(format, writer);
         assert_eq!(output.status.code(), Some(0), "{format}: {}", stderr(&output));
         assert_eq!(stderr(&output), "", "{format}");
     }
@@ -1019,19 +1024,9 @@ fn a_reader_that_closes_the_pipe_early_is_not_an_error() {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_full_stdout_is_an_error() {
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report-fixture.kittrace");
     for format in ["table", "json"] {
         let full = std::fs::File::options().write(true).open("/dev/full").unwrap();
-        let output = Command::new(env!("CARGO_BIN_EXE_kit-cli"))
-            .args([
-                "report".as_ref(),
-                fixture.as_os_str(),
-                "--format".as_ref(),
-                format.as_ref(),
-            ])
-            .stdout(full)
-            .output()
-            .unwrap();
+        let output = report_fixture_to(format, full);
         assert_input_error(&output, "cannot write to stdout: No space left on device");
     }
 }
