@@ -357,7 +357,7 @@ impl ChunkedDeflate {
 }
 
 /// An entry compressed in memory, ready to append.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct PreparedEntry {
     pub(crate) name: String,
     method: u16,
