@@ -809,7 +809,9 @@ mod tests {
             base64: false,
         });
         e.response_body_size = Some(8);
+        e.request_body_size = None;
         let entry = serde_json::to_value(har_entry("t1", &e, "HTTP/1.1")).unwrap();
+        assert_eq!(entry["request"]["bodySize"], -1, "not recorded");
         assert_eq!(entry["time"], 1.25);
         assert_eq!(entry["response"]["status"], 201);
         assert_eq!(entry["response"]["statusText"], "Created");

@@ -292,6 +292,12 @@ fn check_har(har: &Value) {
                 ("pageTimings", o),
             ],
         );
+        // Neither is measured: HAR's -1.
+        assert_eq!(
+            page["pageTimings"],
+            serde_json::json!({ "onContentLoad": -1, "onLoad": -1 }),
+            "{page}"
+        );
     }
     for entry in log["entries"].as_array().unwrap() {
         has(
