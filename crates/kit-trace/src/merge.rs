@@ -104,7 +104,7 @@ fn deflate_all(
             .map(|(name, bytes)| PreparedEntry::deflated_with(deflater, name.clone(), bytes))
             .collect()
     };
-    let shares = std::thread::scope(|scope| {
+    let mut shares = std::thread::scope(|scope| {
         let others: Vec<_> = rest
             .iter_mut()
             .enumerate()
@@ -120,7 +120,6 @@ fn deflate_all(
         Ok::<_, std::io::Error>(shares)
     })?;
     // Entry i is the next of share i mod n.
-    let mut shares = shares;
     let mut all = Vec::with_capacity(entries.len());
     for i in 0..entries.len() {
         all.extend(shares.get_mut(i % n).and_then(Iterator::next));
