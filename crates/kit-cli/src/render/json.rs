@@ -10,7 +10,7 @@ pub(crate) fn write(view: &View, out: &mut dyn Write) -> io::Result<()> {
     let mut out = io::BufWriter::with_capacity(128 * 1024, out);
     // The model holds strings, numbers and maps with string keys only: the only errors are the
     // writer's.
-    serde_json::to_writer_pretty(&mut out, view)?;
+    crate::pretty::to_writer_pretty(&mut out, view)?;
     out.write_all(b"\n")?;
     out.flush()
 }
