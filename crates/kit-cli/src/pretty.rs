@@ -4,7 +4,7 @@
 //! An export of an archive is as large as the archive's events: built whole as a
 //! `serde_json::Value`, 100 000 requests took 1.4 GiB (HAR) and 2.4 GiB (OTLP) before a byte was
 //! written. Containers are opened and closed here by hand and each element is serialized on its
-//! own, so what is held is one element, whatever the document's size.
+//! own, straight to the output at its depth, so nothing is held, whatever the document's size.
 
 use std::io::{self, Write};
 
@@ -91,15 +91,7 @@ impl<W: Write> PrettyWriter<W> {
     /// A whole value: an element of the open array, or the value after a `key`.
     pub(crate) fn value(&mut self, value: &impl Serialize) -> io::Result<()> {
         self.member()?;
-        let formatter = Indented {
-            depth: self.open.len(),
-            filled: false,
-        };
-        value.serialize(&mut serde_json::Serializer::with_formatter(
-            &mut self.out,
-            formatter,
-        ))?;
-        Ok(())
+        write_at(&mut self.out, self.open.len(), value)
     }
 
     /// Ends every open container and the document's line, and gives the writer back.
@@ -117,10 +109,12 @@ impl<W: Write> PrettyWriter<W> {
 /// `PrettyFormatter` writes an indent one level at a time, two bytes a call, and a report's
 /// 15 MB of JSON is mostly indented lines.
 pub(crate) fn to_writer_pretty(out: &mut impl Write, value: &impl Serialize) -> io::Result<()> {
-    let formatter = Indented {
-        depth: 0,
-        filled: false,
-    };
+    write_at(out, 0, value)
+}
+
+/// `value` laid out as it would be `depth` containers deep in a pretty document.
+fn write_at(out: &mut impl Write, depth: usize, value: &impl Serialize) -> io::Result<()> {
+    let formatter = Indented { depth, filled: false };
     value.serialize(&mut serde_json::Serializer::with_formatter(out, formatter))?;
     Ok(())
 }
