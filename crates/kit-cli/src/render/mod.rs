@@ -184,9 +184,17 @@ mod tests {
         assert!(html.contains("$.field_0039999"), "HTML keeps every row");
     }
 
-    /// Refuses every write once `room` bytes are taken, as a full disk does.
+    /// Refuses every write once `room` bytes are taken, as a full disk does; notes the largest
+    /// piece it was given.
     struct Full {
         room: usize,
+        largest: usize,
+    }
+
+    impl Full {
+        fn with_room(room: usize) -> Self {
+            Full { room, largest: 0 }
+        }
     }
 
     impl Write for Full {
@@ -195,6 +203,7 @@ mod tests {
                 return Err(io::Error::new(io::ErrorKind::StorageFull, "no space left"));
             }
             self.room -= bytes.len();
+            self.largest = self.largest.max(bytes.len());
             Ok(bytes.len())
         }
 
@@ -219,9 +228,13 @@ mod tests {
         );
 
         for room in [0, 1000, text.len() / 2, text.len() - 1] {
-            let failed = write(&v, Format::Json, false, &mut Full { room }).unwrap_err();
+            let failed = write(&v, Format::Json, false, &mut Full::with_room(room)).unwrap_err();
             assert_eq!(failed.kind(), io::ErrorKind::StorageFull, "room {room}");
         }
-        write(&v, Format::Json, false, &mut Full { room: text.len() }).unwrap();
+        let mut out = Full::with_room(text.len());
+        write(&v, Format::Json, false, &mut out).unwrap();
+        // Streamed: never more than the buffer at once, where a document built whole first
+        // would arrive in one piece.
+        assert!(out.largest <= json::BUFFER, "{} bytes at once", out.largest);
     }
 }
