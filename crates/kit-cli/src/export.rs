@@ -1,4 +1,5 @@
-//! `kit-cli export`: HAR 1.2 and OTLP/JSON, read one test at a time.
+//! `kit-cli export`: HAR 1.2 and OTLP/JSON, written one test at a time as the tests are read
+//! ahead ([`crate::read_ahead`]).
 
 use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
@@ -450,7 +451,7 @@ enum AnyValue<'a> {
 /// an event, so a scan of the list made exporting it quadratic (20 000 requests in one test
 /// took 6.4 s). Ids are turned into text only where a span is written.
 struct Spans<'a> {
-    builders: Vec<Span<'a>>,
+    in_order: Vec<Span<'a>>,
     by_id: HashMap<EventId, usize>,
 }
 
@@ -458,7 +459,7 @@ impl<'a> Spans<'a> {
     /// The test's own span, first and always there.
     fn new(root_id: Option<EventId>, root: Span<'a>) -> Self {
         let mut spans = Spans {
-            builders: Vec::new(),
+            in_order: Vec::new(),
             by_id: HashMap::new(),
         };
         spans.push(root_id, root);
@@ -466,11 +467,11 @@ impl<'a> Spans<'a> {
     }
 
     /// Adds a span; an id already taken still finds the first span that took it.
-    fn push(&mut self, id: Option<EventId>, builder: Span<'a>) {
+    fn push(&mut self, id: Option<EventId>, span: Span<'a>) {
         if let Some(id) = id {
-            self.by_id.entry(id).or_insert(self.builders.len());
+            self.by_id.entry(id).or_insert(self.in_order.len());
         }
-        self.builders.push(builder);
+        self.in_order.push(span);
     }
 
     /// The span `parent` names, or the test's own span for none.
@@ -479,13 +480,13 @@ impl<'a> Spans<'a> {
             Some(id) => *self.by_id.get(&id)?,
             None => 0,
         };
-        self.builders.get_mut(i)
+        self.in_order.get_mut(i)
     }
 
     /// The test's own span.
     fn root(&mut self) -> &mut Span<'a> {
         // `new` pushed it first, and spans are never removed.
-        &mut self.builders[0]
+        &mut self.in_order[0]
     }
 }
 
@@ -557,7 +558,7 @@ fn test_spans<'a>(record: &'a TestRecord, trace_id: &'a str) -> Vec<Span<'a>> {
                 };
                 let parent = event.parent_id.map_or_else(|| root_id.clone(), |p| p.to_string());
                 let stamp = event.timestamp.as_unix_nanos();
-                let mut builder = span(
+                let mut operation = span(
                     trace_id,
                     event.id.to_string(),
                     Some(parent),
@@ -566,9 +567,9 @@ fn test_spans<'a>(record: &'a TestRecord, trace_id: &'a str) -> Vec<Span<'a>> {
                     stamp,
                     ended,
                 );
-                builder.attributes = otel_attributes(&op.attributes);
-                builder.attributes.push(attribute("kit.operation", &*op.name));
-                spans.push(Some(event.id), builder);
+                operation.attributes = otel_attributes(&op.attributes);
+                operation.attributes.push(attribute("kit.operation", &*op.name));
+                spans.push(Some(event.id), operation);
             }
             EventKind::OperationEnded(end) => {
                 let (status, message) = match &end.status {
@@ -642,7 +643,7 @@ fn test_spans<'a>(record: &'a TestRecord, trace_id: &'a str) -> Vec<Span<'a>> {
             _ => {}
         }
     }
-    spans.builders
+    spans.in_order
 }
 
 /// A span with no status, attributes or events yet; it ends no earlier than it starts.
