@@ -305,31 +305,16 @@ impl OpenApiDocument {
                     },
                 )
             })?
-        } else if let Some(node) = yaml::read_plain(text) {
-            node
         } else {
-            serde_saphyr::from_str_with_options::<yaml::YamlTree<'_>>(text, yaml_options(text.len()))
-                .map_err(|e| {
-                    // The first line says where and what; the rest is a snippet of the input.
-                    let full = e.to_string();
-                    let first = full.lines().next().unwrap_or_default();
-                    let first = first.strip_prefix("error: ").unwrap_or(first);
-                    let message = match first.split_once(": budget breached: Depth") {
-                        Some((place, _)) => {
-                            format!("nested more than {MAX_YAML_DEPTH} levels deep ({place})")
-                        }
-                        None => first.to_owned(),
-                    };
-                    OpenApiError::new(
-                        source,
-                        None,
-                        Problem::Syntax {
-                            format: "YAML",
-                            message,
-                        },
-                    )
-                })?
-                .0
+            let options = yaml_options(text.len());
+            match yaml::read_plain(text, &options) {
+                Some(node) => node,
+                None => {
+                    serde_saphyr::from_str_with_options::<yaml::YamlTree<'_>>(text, options)
+                        .map_err(|e| yaml_error(&e, source))?
+                        .0
+                }
+            }
         };
         Self::read(&node, source)
     }
@@ -544,6 +529,26 @@ impl OpenApiDocument {
                 .position(|o| o.operation_id.as_deref() == Some(name))
         })
     }
+}
+
+/// serde-saphyr's error as the document's: its first line says where and what (the rest is a
+/// snippet of the input), a breached depth in the kit's own words.
+fn yaml_error(e: &serde_saphyr::Error, source: &str) -> OpenApiError {
+    let full = e.to_string();
+    let first = full.lines().next().unwrap_or_default();
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    let message = match first.split_once(": budget breached: Depth") {
+        Some((place, _)) => format!("nested more than {MAX_YAML_DEPTH} levels deep ({place})"),
+        None => first.to_owned(),
+    };
+    OpenApiError::new(
+        source,
+        None,
+        Problem::Syntax {
+            format: "YAML",
+            message,
+        },
+    )
 }
 
 fn yaml_options(len: usize) -> serde_saphyr::options::Options {

@@ -42,8 +42,7 @@ const MARGIN: usize = 64;
 /// `text` read as serde-saphyr reads it, when it is a mapping that needs none of the decisions
 /// listed in the module's documentation; `None` to leave it to serde-saphyr (which also
 /// reports every error).
-pub(super) fn read_plain(text: &str) -> Option<Node<'_>> {
-    let options = super::yaml_options(text.len());
+pub(super) fn read_plain<'a>(text: &'a str, options: &serde_saphyr::options::Options) -> Option<Node<'a>> {
     let budget = options.budget.as_ref()?;
     // The parser exactly as serde-saphyr sets it up (`Budget::parser_options`), so that it
     // accepts the same documents.
@@ -402,7 +401,7 @@ mod tests {
 
     /// The document read plainly, if it is, as a `Value` for comparison.
     fn plainly(text: &str) -> Option<String> {
-        read_plain(text).map(|node| node.to_value().to_string())
+        read_plain(text, &super::super::yaml_options(text.len())).map(|node| node.to_value().to_string())
     }
 
     /// Both ways into the tree agree with the `Value`; the plain way may only decline.
