@@ -3,35 +3,67 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use kit_trace::ArchiveReader;
+use kit_core::EventId;
+use kit_trace::{ArchiveReader, TraceError};
 
 use crate::exchanges::{Exchange, exchanges};
+use crate::read_ahead;
 use crate::{Exit, write_output};
 
 /// Headers curl sets itself, or that would be wrong to replay as recorded.
 const SKIPPED_HEADERS: [&str; 3] = ["content-length", "host", "transfer-encoding"];
 
 pub(crate) fn curl(archive: &Path, request: &str) -> Result<(), Exit> {
-    let wanted = request.trim().to_ascii_lowercase();
-    if wanted.len() != 16 || !wanted.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(Exit::input(format!(
+    let not_an_id = || {
+        Exit::input(format!(
             "`{request}` is not a request id: 16 hex digits, as reports and failure messages show them"
-        )));
+        ))
+    };
+    let digits = request.trim();
+    // Ids are written with all 16 digits; a shorter one was cut when copied.
+    if digits.len() != 16 {
+        return Err(not_an_id());
     }
+    let wanted: EventId = digits.parse().map_err(|_| not_an_id())?;
     let archive = crate::inputs::archive(archive).map_err(Exit::input)?;
-    let mut reader = ArchiveReader::open(archive).map_err(Exit::input)?;
-    for record in reader.tests() {
-        let record = record.map_err(Exit::input)?;
-        if let Some(exchange) = exchanges(&record.events).into_iter().find(|e| e.id == wanted) {
-            let mut text = command(&exchange);
-            text.push('\n');
-            return write_output(None, text.as_bytes());
+    let reader = ArchiveReader::open(archive).map_err(Exit::input)?;
+    // The walk stops at the request's test: `Found` is the early way out, not an error.
+    let found = read_ahead::each_test(reader, |record| {
+        // Only the one test holding the id pairs its events into exchanges.
+        if !record.events.iter().any(|event| event.id == wanted) {
+            return Ok(());
         }
+        let wanted = wanted.to_string();
+        match exchanges(&record.events).into_iter().find(|e| e.id == wanted) {
+            Some(exchange) => Err(Walk::Found(command(&exchange))),
+            None => Ok(()),
+        }
+    });
+    match found {
+        Err(Walk::Found(mut text)) => {
+            text.push('\n');
+            write_output(None, text.as_bytes())
+        }
+        Err(Walk::Unreadable(e)) => Err(Exit::input(e)),
+        Ok(()) => Err(Exit::input(format!(
+            "{}: no request {wanted} in the archive",
+            archive.display()
+        ))),
     }
-    Err(Exit::input(format!(
-        "{}: no request {wanted} in the archive",
-        archive.display()
-    )))
+}
+
+/// How a walk of the archive ends early.
+enum Walk {
+    /// The request's command.
+    Found(String),
+    /// A test could not be read.
+    Unreadable(TraceError),
+}
+
+impl From<TraceError> for Walk {
+    fn from(e: TraceError) -> Self {
+        Walk::Unreadable(e)
+    }
 }
 
 /// The command, one option a line. Values were redacted when recorded and stay so: a comment

@@ -454,6 +454,7 @@ fn tests_read_side_by_side_are_reported_in_order_and_a_damaged_one_is_named() {
     for nth in [4, 12, 36] {
         let dir = tempfile::tempdir().unwrap();
         let path = archive(dir.path(), "order", &tests);
+        let requests = request_ids(&path);
         // Tests after it are read by then, or being read.
         let damaged = damage_test(&path, nth);
         let output = report(&[&path]);
@@ -463,7 +464,33 @@ fn tests_read_side_by_side_are_reported_in_order_and_a_damaged_one_is_named() {
             assert_input_error(&export_to(&path, flag, &out), &format!("tests/{damaged}/"));
             assert!(!out.exists(), "{flag}");
         }
+        // `curl` stops at its request's test: one before the damage is found, the last test's
+        // is behind it.
+        let found = curl(&path, &requests[nth - 1]);
+        let said = format!("(request {}), as recorded", requests[nth - 1]);
+        assert!(stdout(&found).contains(&said), "{}", stderr(&found));
+        assert_input_error(&curl(&path, &requests[36]), &format!("tests/{damaged}/"));
     }
+}
+
+/// `kit-cli curl <archive> <request>`.
+fn curl(archive: &Path, request: &str) -> Output {
+    kit_cli(&["curl".as_ref(), archive.as_os_str(), request.as_ref()])
+}
+
+/// The id of each test's first request, in the archive's order.
+fn request_ids(path: &Path) -> Vec<String> {
+    kit_trace::ArchiveReader::open(path)
+        .unwrap()
+        .tests()
+        .map(|test| {
+            let test = test.unwrap();
+            let request = test.events.iter().find(
+                |e| matches!(&e.kind, EventKind::OperationStarted(o) if o.name == semconv::OP_HTTP_REQUEST),
+            );
+            request.unwrap().id.to_string()
+        })
+        .collect()
 }
 
 /// An archive of two runs exports each run's spans under its own resource, runs in id order.

@@ -501,6 +501,24 @@ fn curl_reproduces_a_request_by_its_id() {
     let bad = kit_cli(&["curl", fixture().to_str().unwrap(), "xyz"]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(text(&bad.stderr).contains("is not a request id"));
+    // An id cut short when copied is not taken for another.
+    let cut = kit_cli(&["curl", fixture().to_str().unwrap(), &request[1..]]);
+    assert!(
+        text(&cut.stderr).contains("is not a request id"),
+        "{}",
+        text(&cut.stderr)
+    );
+
+    // Ids read in either case.
+    let upper = kit_cli(&["curl", fixture().to_str().unwrap(), &request.to_ascii_uppercase()]);
+    assert_eq!(text(&upper.stdout), command);
+    // A test's start is an event, not a request.
+    let mut reader = kit_trace::ArchiveReader::open(fixture()).unwrap();
+    let start = reader.tests().next().unwrap().unwrap().events[0].id.to_string();
+    let not_a_request = kit_cli(&["curl", fixture().to_str().unwrap(), &start]);
+    assert_eq!(not_a_request.status.code(), Some(2));
+    let said = format!("no request {start} in the archive");
+    assert!(text(&not_a_request.stderr).contains(&said));
 }
 
 /// Writes an archive holding the fixture's entries that `keep` accepts, as a shard would.
