@@ -1,5 +1,5 @@
 //! Sanitizer throughput on a 1 MiB JSON body, beside a plain `serde_json::from_slice` of the
-//! same bytes for scale.
+//! same bytes for scale; and the leak scan `kit-cli audit` runs over every entry of an archive.
 //!
 //! `cargo bench -p kit-core --bench sanitizer`
 
@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use kit_core::KitHttpAttachmentOptions;
-use kit_core::redact::{Sanitizer, SecretRegistry};
+use kit_core::redact::{LeakScanner, Sanitizer, SecretRegistry};
 
 /// About 1 MiB of orders, one sensitive field in every object (or, `named` false, none),
 /// some nesting.
@@ -65,6 +65,31 @@ fn bench(c: &mut Criterion) {
         "sanitizer.body (no sensitive name in it, 100 known secrets, cap 65 536)",
         |b| b.iter(|| black_box(fresh.body(Some("application/json"), black_box(&unnamed)))),
     );
+    group.finish();
+
+    // What `kit-cli audit` does to each entry: a run's secrets known by fingerprint (their
+    // lengths spread, as tokens', keys' and passwords' are), or three given in clear. The
+    // body holds none of them: every window is looked at.
+    let mut group = c.benchmark_group("leak scan, 1 MiB");
+    group.throughput(Throughput::Bytes(body.len() as u64));
+    let run = SecretRegistry::new();
+    for n in 0..100 {
+        run.remember(&format!("secret-{n:03}-{}", "x".repeat(n % 12)));
+    }
+    let mut fingerprinted = LeakScanner::new();
+    for fingerprint in run.fingerprints_from(0).0 {
+        fingerprinted.add_fingerprint(&run.salt(), fingerprint);
+    }
+    group.bench_function("100 secrets of 12 lengths, by fingerprint", |b| {
+        b.iter(|| black_box(fingerprinted.find(black_box(&body))))
+    });
+    let mut in_clear = LeakScanner::new();
+    for secret in ["tok-abcdef123456", "secret-value-xyz", "ghp_abcdefghijklmnop"] {
+        in_clear.add_secret(secret.as_bytes());
+    }
+    group.bench_function("3 secrets of 2 lengths, in clear", |b| {
+        b.iter(|| black_box(in_clear.find(black_box(&body))))
+    });
     group.finish();
 }
 
