@@ -11,7 +11,9 @@
 //! - `export --har` and `export --otlp`, written to a file and removed (no target: exports are
 //!   as large as the archive's events, and their memory should not be);
 //! - `merge` of the archive alone into a new one, removed after (no target: its memory should
-//!   not grow with the events either).
+//!   not grow with the events either);
+//! - `audit --secrets-file` with three secrets of two lengths, none of them in the archive, so
+//!   every window of every entry is looked at (no target).
 //!
 //! Prints the median wall time of five runs and the peak RSS (`VmHWM`) of each.
 //! Targets: report ≤ 1.0 s, ≤ 150 MiB.
@@ -37,7 +39,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const TESTS: usize = 10_000;
 const REQUESTS_PER_TEST: usize = 10;
 const RUNS: usize = 5;
-const MODES: [&str; 5] = ["decompress", "report", "har", "otlp", "merge"];
+const MODES: [&str; 6] = ["decompress", "report", "har", "otlp", "merge", "audit"];
 
 fn github() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -151,6 +153,23 @@ fn child(mode: &str, archive: &Path) {
             ]);
             let _ = std::fs::remove_file(&out);
             assert_eq!(code, 0, "kit-cli merge failed");
+        }
+        "audit" => {
+            let secrets = std::env::temp_dir().join(format!("kit-bench-secrets-{}.txt", std::process::id()));
+            std::fs::write(
+                &secrets,
+                "tok-abcdef123456\nsecret-value-xyz\nghp_abcdefghijklmnop\n",
+            )
+            .expect("secrets file");
+            let code = kit_cli::run([
+                "kit-cli".to_owned(),
+                "audit".into(),
+                archive.display().to_string(),
+                "--secrets-file".into(),
+                secrets.display().to_string(),
+            ]);
+            let _ = std::fs::remove_file(&secrets);
+            assert_eq!(code, 0, "kit-cli audit found a secret or failed");
         }
         _ => {
             let mut reader = ArchiveReader::open(archive).expect("archive");

@@ -1,9 +1,10 @@
 //! `kit-cli audit`: searches every byte of every entry for known secrets.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use kit_core::redact::LeakScanner;
-use kit_trace::ArchiveReader;
+use kit_trace::{ArchiveReader, TraceError};
 
 /// An entry holding a secret.
 pub(crate) struct Finding {
@@ -36,22 +37,90 @@ pub(crate) fn audit(archive: &Path, secrets_file: Option<&Path>) -> Result<Audit
             scanner.add_secret(line);
         }
     }
-    let mut findings = Vec::new();
     let entries = reader.entry_count();
-    for index in 0..entries {
-        let (entry, bytes) = reader.entry(index).map_err(|e| e.to_string())?;
-        if let Some(leak) = scanner.find(&bytes) {
-            findings.push(Finding {
-                entry,
-                offset: leak.offset,
-            });
-        }
-    }
+    let findings = scan(reader, &scanner)?;
     Ok(Audit {
         entries,
         secrets: scanner.len(),
         findings,
     })
+}
+
+/// Threads scanning entries: one per core, up to four. Entries are independent, and inflating
+/// and scanning them is all an audit does.
+fn scanning_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 4))
+}
+
+/// What one thread found in its share of the entries (with their indices), or the first entry
+/// of its share it could not read.
+type Share = Result<Vec<(usize, Finding)>, (usize, TraceError)>;
+
+/// Every entry's first leak, in entry order: thread k of n scans entries k, k + n, … with a
+/// reader of its own. An entry that cannot be read fails the audit, as the first such entry
+/// would have stopped a scan in order, and threads stop once they are past it.
+fn scan(reader: ArchiveReader, scanner: &LeakScanner) -> Result<Vec<Finding>, String> {
+    let threads = scanning_threads();
+    let entries = reader.entry_count();
+    let mut readers: Vec<ArchiveReader> = (1..threads).map(|_| reader.clone()).collect();
+    readers.push(reader);
+    // The first entry found unreadable so far: past it, nothing a thread finds is reported.
+    let failed_at = &AtomicUsize::new(usize::MAX);
+    let results: Vec<Share> = std::thread::scope(|scope| {
+        let workers: Vec<_> = readers
+            .into_iter()
+            .enumerate()
+            .map(|(k, mut reader)| {
+                scope.spawn(move || {
+                    let mut found = Vec::new();
+                    for index in (k..entries).step_by(threads) {
+                        if index > failed_at.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        let (entry, bytes) = reader.entry(index).map_err(|e| {
+                            failed_at.fetch_min(index, Ordering::Relaxed);
+                            (index, e)
+                        })?;
+                        if let Some(leak) = scanner.find(&bytes) {
+                            found.push((
+                                index,
+                                Finding {
+                                    entry,
+                                    offset: leak.offset,
+                                },
+                            ));
+                        }
+                    }
+                    Ok(found)
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|worker| {
+                worker
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    });
+    let mut findings = Vec::new();
+    let mut failed: Option<(usize, TraceError)> = None;
+    for result in results {
+        match result {
+            Ok(found) => findings.extend(found),
+            Err((index, e)) => {
+                if failed.as_ref().is_none_or(|(first, _)| index < *first) {
+                    failed = Some((index, e));
+                }
+            }
+        }
+    }
+    if let Some((_, e)) = failed {
+        return Err(e.to_string());
+    }
+    findings.sort_unstable_by_key(|(index, _)| *index);
+    Ok(findings.into_iter().map(|(_, finding)| finding).collect())
 }
 
 /// `kit-cli audit`: prints a line per finding (or that none was found); exit 1 on findings.

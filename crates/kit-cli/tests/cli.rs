@@ -493,6 +493,77 @@ fn request_ids(path: &Path) -> Vec<String> {
         .collect()
 }
 
+/// Entries are scanned on several threads: leaks are still listed in the archive's order, and
+/// of two damaged entries the audit names the first, as a scan in order would.
+#[test]
+fn audit_lists_leaks_in_entry_order_and_names_the_first_damaged_entry() {
+    let names: Vec<String> = (0..37).map(|i| format!("t{i:02}")).collect();
+    let tests: Vec<(&str, u16, TestOutcome)> = names
+        .iter()
+        .map(|n| (n.as_str(), 200, TestOutcome::Passed))
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let path = archive(dir.path(), "audited", &tests);
+    let ids: Vec<String> = kit_trace::ArchiveReader::open(&path)
+        .unwrap()
+        .tests()
+        .map(|t| t.unwrap().test_id.to_string())
+        .collect();
+    // Each test's name is in its segment and nowhere else.
+    let leaked = [3, 4, 17, 30, 36];
+    let secrets = dir.path().join("secrets.txt");
+    let lines: String = leaked.iter().rev().map(|&i| format!("{}\n", names[i])).collect();
+    std::fs::write(&secrets, lines).unwrap();
+    let output = audit(&path, Some(&secrets));
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let listed = stdout(&output);
+    let found: Vec<&str> = listed
+        .lines()
+        .map(|line| line.split('/').nth(3).unwrap())
+        .collect();
+    let expected: Vec<&str> = leaked.iter().map(|&i| ids[i].as_str()).collect();
+    assert_eq!(found, expected, "{listed}");
+
+    // Two neighbouring entries, which no two threads' shares of the entries put together: the
+    // thread that meets the later one has not met the earlier. The earlier is in the last
+    // thread's share (as `kit-cli` shares them out), so the later one's error is heard first.
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 4));
+    let fifth = entry_names(&path)
+        .iter()
+        .position(|name| name.contains(&ids[5]))
+        .unwrap();
+    let index = (fifth..).find(|i| i % threads == threads - 1).unwrap();
+    let first = damage_entry(&path, index);
+    let later = damage_entry(&path, index + 1);
+    let output = audit(&path, Some(&secrets));
+    assert_input_error(&output, &format!("entry {first} of"));
+    assert!(!stderr(&output).contains(&later), "{}", stderr(&output));
+}
+
+/// The names of the archive's entries, in order.
+fn entry_names(path: &Path) -> Vec<String> {
+    let mut zip = zip::ZipArchive::new(std::fs::File::open(path).unwrap()).unwrap();
+    (0..zip.len())
+        .map(|i| zip.by_index(i).unwrap().name().unwrap().into_owned())
+        .collect()
+}
+
+/// Scrambles the data of entry `index` of the archive at `path`; gives its name.
+fn damage_entry(path: &Path, index: usize) -> String {
+    let mut zip = zip::ZipArchive::new(std::fs::File::open(path).unwrap()).unwrap();
+    let entry = zip.by_index(index).unwrap();
+    let name = entry.name().unwrap().into_owned();
+    let start = entry.data_start().unwrap() as usize;
+    let len = entry.compressed_size() as usize;
+    drop(entry);
+    let mut bytes = std::fs::read(path).unwrap();
+    for b in &mut bytes[start..start + len] {
+        *b ^= 0x5a;
+    }
+    std::fs::write(path, &bytes).unwrap();
+    name
+}
+
 /// An archive of two runs exports each run's spans under its own resource, runs in id order.
 #[test]
 fn otlp_gives_each_run_of_a_merged_archive_its_resource() {
@@ -549,18 +620,11 @@ fn damage_test(path: &Path, nth: usize) -> String {
         .unwrap()
         .test_id
         .to_string();
-    let mut bytes = std::fs::read(path).unwrap();
-    let mut zip = zip::ZipArchive::new(std::fs::File::open(path).unwrap()).unwrap();
-    for i in 0..zip.len() {
-        let entry = zip.by_index(i).unwrap();
-        if entry.name().unwrap().contains(&id) {
-            let start = entry.data_start().unwrap() as usize;
-            for b in &mut bytes[start..start + entry.compressed_size() as usize] {
-                *b ^= 0x5a;
-            }
+    for (index, name) in entry_names(path).iter().enumerate() {
+        if name.contains(&id) {
+            damage_entry(path, index);
         }
     }
-    std::fs::write(path, &bytes).unwrap();
     id
 }
 
