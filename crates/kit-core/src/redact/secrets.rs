@@ -315,8 +315,16 @@ type Candidate = (Arc<[u8]>, [u8; 32]);
 /// ```
 #[derive(Debug, Default, Clone)]
 pub struct LeakScanner {
-    /// One table per distinct secret length, longest first.
+    /// One table per distinct length of the secrets known by fingerprint, longest first.
     lengths: Vec<Length>,
+    /// The secrets given in clear.
+    clear: Vec<Box<[u8]>>,
+    /// An automaton over `clear`, built at the first search after a secret is added: one pass
+    /// finds them all, however many lengths they have. `None` if it could not be built.
+    matcher: OnceLock<Option<AhoCorasick>>,
+    /// `clear` as fingerprints, longest first: searched only if the automaton could not be
+    /// built.
+    clear_lengths: Vec<Length>,
 }
 
 /// The secrets of one length.
@@ -431,16 +439,7 @@ impl LeakScanner {
 
     /// Adds a fingerprint made under `salt`.
     pub fn add_fingerprint(&mut self, salt: &[u8], fingerprint: Fingerprint) {
-        let len = fingerprint.len as usize;
-        // Longest first (see `find`).
-        let at = match self.lengths.binary_search_by(|l| len.cmp(&l.len)) {
-            Ok(at) => at,
-            Err(at) => {
-                self.lengths.insert(at, Length::new(len));
-                at
-            }
-        };
-        self.lengths[at].add(fingerprint.rolling, (Arc::from(salt), fingerprint.sha256));
+        add_to(&mut self.lengths, salt, fingerprint);
     }
 
     /// Adds every fingerprint of a set; fails when its salt is not hex.
@@ -455,41 +454,81 @@ impl LeakScanner {
     /// Adds a secret given in clear (from a secrets file).
     pub fn add_secret(&mut self, secret: &[u8]) {
         if !secret.is_empty() {
-            self.add_fingerprint(b"", Fingerprint::of(b"", secret));
+            self.clear.push(secret.into());
+            add_to(&mut self.clear_lengths, b"", Fingerprint::of(b"", secret));
+            self.matcher = OnceLock::new();
         }
     }
 
-    /// How many fingerprints it knows.
+    /// How many secrets it knows, by fingerprint or in clear.
     pub fn len(&self) -> usize {
-        self.lengths.iter().map(|l| l.count).sum()
+        self.lengths.iter().map(|l| l.count).sum::<usize>() + self.clear.len()
     }
 
     /// True when it knows none.
     pub fn is_empty(&self) -> bool {
-        self.lengths.is_empty()
+        self.lengths.is_empty() && self.clear.is_empty()
     }
 
     /// The first leak in `bytes`, by offset; of two secrets that start there, the longer.
     pub fn find(&self, bytes: &[u8]) -> Option<Leak> {
-        let mut first: Option<Leak> = None;
-        // Longest first, each length searching only before the earliest leak found so far: a
-        // shorter secret replaces it only by starting sooner.
-        for length in &self.lengths {
-            let len = length.len;
-            let Some(last) = bytes.len().checked_sub(len) else {
-                continue;
+        let mut first = None;
+        if !self.clear.is_empty() {
+            let matcher = self.matcher.get_or_init(|| {
+                // Leftmost-longest: the earliest match, the longest of those starting there.
+                AhoCorasick::builder()
+                    .match_kind(MatchKind::LeftmostLongest)
+                    .build(&self.clear)
+                    .ok()
+            });
+            first = match matcher {
+                Some(matcher) => matcher.find(bytes).map(|m| Leak {
+                    offset: m.start(),
+                    len: m.len(),
+                }),
+                None => first_of(&self.clear_lengths, bytes, None),
             };
-            // A leak found already is of a longer secret, so it starts before `last`.
-            let starts = first.map_or(last + 1, |f| f.offset);
-            if len == 0 || starts == 0 {
-                continue;
-            }
-            if let Some(offset) = length.first_in(&bytes[..starts - 1 + len]) {
-                first = Some(Leak { offset, len });
-            }
         }
-        first
+        first_of(&self.lengths, bytes, first)
     }
+}
+
+/// Adds `fingerprint`, made under `salt`, to the table of its length in `lengths` (longest
+/// first, see [`first_of`]).
+fn add_to(lengths: &mut Vec<Length>, salt: &[u8], fingerprint: Fingerprint) {
+    let len = fingerprint.len as usize;
+    let at = match lengths.binary_search_by(|l| len.cmp(&l.len)) {
+        Ok(at) => at,
+        Err(at) => {
+            lengths.insert(at, Length::new(len));
+            at
+        }
+    };
+    lengths[at].add(fingerprint.rolling, (Arc::from(salt), fingerprint.sha256));
+}
+
+/// The first leak in `bytes` of the secrets in `lengths`, or `first` (a leak found already)
+/// if none is earlier, or as early and longer.
+fn first_of(lengths: &[Length], bytes: &[u8], mut first: Option<Leak>) -> Option<Leak> {
+    // Longest first, each length searching only where it would replace the leak found so far.
+    for length in lengths {
+        let len = length.len;
+        let Some(last) = bytes.len().checked_sub(len) else {
+            continue;
+        };
+        let starts = match first {
+            None => last + 1,
+            Some(found) if len > found.len => (found.offset + 1).min(last + 1),
+            Some(found) => found.offset.min(last + 1),
+        };
+        if len == 0 || starts == 0 {
+            continue;
+        }
+        if let Some(offset) = length.first_in(&bytes[..starts - 1 + len]) {
+            first = Some(Leak { offset, len });
+        }
+    }
+    first
 }
 
 #[cfg(test)]
@@ -620,32 +659,69 @@ mod tests {
 
         /// Texts of two letters meet short secrets of the same letters everywhere, overlapping,
         /// at the start and at the end; the scan agrees with a search window by window.
+        /// Each secret is given in clear or by fingerprint, so the automaton and the rolling
+        /// hashes meet in one search; the clear ones are also searched by their fingerprints
+        /// alone, as they are when the automaton cannot be built.
         #[test]
         fn the_scanner_finds_what_a_brute_force_search_finds(
-            secrets in proptest::collection::vec(proptest::collection::vec(b'a'..=b'b', 1..7), 0..6),
+            secrets in proptest::collection::vec(
+                (proptest::collection::vec(b'a'..=b'b', 1..7), proptest::bool::ANY),
+                0..6,
+            ),
             bytes in proptest::collection::vec(b'a'..=b'c', 0..80),
         ) {
             let mut scanner = LeakScanner::new();
-            for secret in &secrets {
-                scanner.add_secret(secret);
+            for (secret, in_clear) in &secrets {
+                if *in_clear {
+                    scanner.add_secret(secret);
+                } else {
+                    scanner.add_fingerprint(b"salt", Fingerprint::of(b"salt", secret));
+                }
             }
-            proptest::prop_assert_eq!(scanner.find(&bytes), first_by_brute_force(&secrets, &bytes));
+            let all: Vec<Vec<u8>> = secrets.iter().map(|(s, _)| s.clone()).collect();
+            proptest::prop_assert_eq!(scanner.find(&bytes), first_by_brute_force(&all, &bytes));
+            let clear: Vec<Vec<u8>> = secrets.iter().filter(|(_, c)| *c).map(|(s, _)| s.clone()).collect();
+            proptest::prop_assert_eq!(
+                first_of(&scanner.clear_lengths, &bytes, None),
+                first_by_brute_force(&clear, &bytes)
+            );
         }
     }
 
-    /// Two secrets starting at one offset: the longer is the leak, whichever came first.
+    /// Two secrets starting at one offset: the longer is the leak, whichever came first, each
+    /// given in clear or by fingerprint.
     #[test]
     fn of_two_secrets_starting_together_the_longer_is_reported() {
         for secrets in [["token-123", "token-123-456"], ["token-123-456", "token-123"]] {
-            let mut scanner = LeakScanner::new();
-            for secret in secrets {
-                scanner.add_secret(secret.as_bytes());
+            for in_clear in [[true, true], [true, false], [false, true], [false, false]] {
+                let mut scanner = LeakScanner::new();
+                for (secret, in_clear) in secrets.iter().zip(in_clear) {
+                    if in_clear {
+                        scanner.add_secret(secret.as_bytes());
+                    } else {
+                        scanner.add_fingerprint(b"s", Fingerprint::of(b"s", secret.as_bytes()));
+                    }
+                }
+                assert_eq!(scanner.len(), 2);
+                assert_eq!(
+                    scanner.find(b"x token-123-456 y"),
+                    Some(Leak { offset: 2, len: 13 }),
+                    "{secrets:?} {in_clear:?}"
+                );
             }
-            assert_eq!(
-                scanner.find(b"x token-123-456 y"),
-                Some(Leak { offset: 2, len: 13 })
-            );
         }
+    }
+
+    /// The automaton over secrets given in clear is built again once one is added after a
+    /// search.
+    #[test]
+    fn a_secret_added_after_a_search_is_searched_for() {
+        let mut scanner = LeakScanner::new();
+        scanner.add_secret(b"first-secret");
+        assert!(scanner.find(b"a second-secret").is_none());
+        scanner.add_secret(b"second-secret");
+        assert_eq!(scanner.find(b"a second-secret").map(|l| l.offset), Some(2));
+        assert_eq!(scanner.clone().find(b"first-secret").map(|l| l.len), Some(12));
     }
 
     /// A length's filter grows with its secrets: every secret added before and after a growth
@@ -655,7 +731,7 @@ mod tests {
         let secrets: Vec<String> = (0..5_000).map(|i| format!("tok-{i:08}")).collect();
         let mut scanner = LeakScanner::new();
         for secret in &secrets {
-            scanner.add_secret(secret.as_bytes());
+            scanner.add_fingerprint(b"salt", Fingerprint::of(b"salt", secret.as_bytes()));
         }
         assert_eq!(scanner.len(), 5_000);
         for secret in secrets.iter().step_by(7).chain(secrets.last()) {
