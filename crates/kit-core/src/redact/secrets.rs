@@ -519,7 +519,8 @@ fn first_of(lengths: &[Length], bytes: &[u8], mut first: Option<Leak>) -> Option
         let starts = match first {
             None => last + 1,
             Some(found) if len > found.len => (found.offset + 1).min(last + 1),
-            Some(found) => found.offset.min(last + 1),
+            // As long or longer, the leak found starts no later than `last`.
+            Some(found) => found.offset,
         };
         if len == 0 || starts == 0 {
             continue;
@@ -709,6 +710,27 @@ mod tests {
                     "{secrets:?} {in_clear:?}"
                 );
             }
+        }
+    }
+
+    /// Leaks found by the automaton bound the fingerprints' search, up to the last window: a
+    /// secret known by fingerprint that starts sooner, or as soon and is longer, still wins
+    /// when it ends where the bytes do.
+    #[test]
+    fn a_fingerprinted_secret_replaces_a_clear_one_up_to_the_last_window() {
+        let cases: [(&str, &str, &[u8], Leak); 3] = [
+            // The same length, one byte sooner.
+            ("ab", "ba", b"bab", Leak { offset: 0, len: 2 }),
+            // As soon and longer, ending with the bytes.
+            ("a", "ab", b"cab", Leak { offset: 1, len: 2 }),
+            // Shorter and as soon: the clear one stands.
+            ("ab", "a", b"cab", Leak { offset: 1, len: 2 }),
+        ];
+        for (in_clear, fingerprinted, bytes, leak) in cases {
+            let mut scanner = LeakScanner::new();
+            scanner.add_secret(in_clear.as_bytes());
+            scanner.add_fingerprint(b"s", Fingerprint::of(b"s", fingerprinted.as_bytes()));
+            assert_eq!(scanner.find(bytes), Some(leak), "{in_clear} {fingerprinted}");
         }
     }
 
