@@ -416,17 +416,27 @@ fn the_report_lists_attachments() {
     );
 }
 
+/// `t00`, `t01`, … : `n` test names that sort as they are numbered.
+fn test_names(n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("t{i:02}")).collect()
+}
+
+/// A passing test of each name, answered 200.
+fn passing(names: &[String]) -> Vec<(&str, u16, TestOutcome)> {
+    names
+        .iter()
+        .map(|n| (n.as_str(), 200, TestOutcome::Passed))
+        .collect()
+}
+
 /// Several threads read an archive's tests (batches of consecutive tests, each thread every n-th
 /// batch); the report and both exports still give them in the archive's order, and a damaged
 /// test stops each with the entry named, wherever it is: in the first batch, in another
 /// thread's, in the last and short one. An export stopped so leaves no file.
 #[test]
 fn tests_read_side_by_side_are_reported_in_order_and_a_damaged_one_is_named() {
-    let names: Vec<String> = (0..37).map(|i| format!("t{i:02}")).collect();
-    let tests: Vec<(&str, u16, TestOutcome)> = names
-        .iter()
-        .map(|n| (n.as_str(), 200, TestOutcome::Passed))
-        .collect();
+    let names = test_names(37);
+    let tests = passing(&names);
     let dir = tempfile::tempdir().unwrap();
     let path = archive(dir.path(), "order", &tests);
     let output = report(&[&path]);
@@ -497,11 +507,8 @@ fn request_ids(path: &Path) -> Vec<String> {
 /// of two damaged entries the audit names the first, as a scan in order would.
 #[test]
 fn audit_lists_leaks_in_entry_order_and_names_the_first_damaged_entry() {
-    let names: Vec<String> = (0..37).map(|i| format!("t{i:02}")).collect();
-    let tests: Vec<(&str, u16, TestOutcome)> = names
-        .iter()
-        .map(|n| (n.as_str(), 200, TestOutcome::Passed))
-        .collect();
+    let names = test_names(37);
+    let tests = passing(&names);
     let dir = tempfile::tempdir().unwrap();
     let path = archive(dir.path(), "audited", &tests);
     let ids: Vec<String> = kit_trace::ArchiveReader::open(&path)
