@@ -3,12 +3,11 @@
 
 use std::borrow::Cow;
 use std::collections::HashSet;
-
-use rustc_hash::FxHashMap;
 use std::fmt;
 use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
 use aho_corasick::{AhoCorasick, MatchKind};
+use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -315,16 +314,81 @@ type Candidate = (Arc<[u8]>, [u8; 32]);
 /// ```
 #[derive(Debug, Default, Clone)]
 pub struct LeakScanner {
-    /// One table per distinct length of the secrets known by fingerprint, longest first.
-    lengths: Vec<Length>,
+    /// The secrets known by fingerprint.
+    lengths: Lengths,
     /// The secrets given in clear.
     clear: Vec<Box<[u8]>>,
     /// An automaton over `clear`, built at the first search after a secret is added: one pass
     /// finds them all, however many lengths they have. `None` if it could not be built.
     matcher: OnceLock<Option<AhoCorasick>>,
-    /// `clear` as fingerprints, longest first: searched only if the automaton could not be
-    /// built.
-    clear_lengths: Vec<Length>,
+    /// `clear` as fingerprints: searched only if the automaton could not be built.
+    clear_lengths: Lengths,
+}
+
+/// A table per distinct secret length.
+#[derive(Debug, Default, Clone)]
+struct Lengths {
+    /// In the order their lengths were first met. Not kept sorted: an archive's fingerprint set
+    /// may name any number of lengths, and inserting each in its place would be quadratic.
+    tables: Vec<Length>,
+    /// Where each length's table is.
+    at: FxHashMap<usize, usize>,
+    /// `tables`' indices, longest first, sorted at the first search after a new length.
+    longest_first: OnceLock<Vec<usize>>,
+}
+
+impl Lengths {
+    /// Adds `fingerprint`, made under `salt`, to the table of its length.
+    fn add(&mut self, salt: &[u8], fingerprint: Fingerprint) {
+        let len = fingerprint.len as usize;
+        let at = *self.at.entry(len).or_insert_with(|| {
+            let bits = if self.tables.len() < ROOMY_LENGTHS {
+                ROOMY_FILTER_BITS
+            } else {
+                SMALL_FILTER_BITS
+            };
+            self.tables.push(Length::new(len, bits));
+            self.longest_first = OnceLock::new();
+            self.tables.len() - 1
+        });
+        self.tables[at].add(fingerprint.rolling, (Arc::from(salt), fingerprint.sha256));
+    }
+
+    /// How many fingerprints the tables hold.
+    fn count(&self) -> usize {
+        self.tables.iter().map(|t| t.count).sum()
+    }
+
+    /// The first leak in `bytes` of these secrets, or `first` (a leak found already) if none
+    /// is earlier, or as early and longer.
+    fn first_in(&self, bytes: &[u8], mut first: Option<Leak>) -> Option<Leak> {
+        let order = self.longest_first.get_or_init(|| {
+            let mut order: Vec<usize> = (0..self.tables.len()).collect();
+            order.sort_unstable_by_key(|&i| std::cmp::Reverse(self.tables[i].len));
+            order
+        });
+        // Longest first, each length searching only where it would replace the leak found so
+        // far.
+        for length in order.iter().map(|&i| &self.tables[i]) {
+            let len = length.len;
+            let Some(last) = bytes.len().checked_sub(len) else {
+                continue;
+            };
+            let starts = match first {
+                None => last + 1,
+                Some(found) if len > found.len => (found.offset + 1).min(last + 1),
+                // As long or longer, the leak found starts no later than `last`.
+                Some(found) => found.offset,
+            };
+            if len == 0 || starts == 0 {
+                continue;
+            }
+            if let Some(offset) = length.first_in(&bytes[..starts - 1 + len]) {
+                first = Some(Leak { offset, len });
+            }
+        }
+        first
+    }
 }
 
 /// The secrets of one length.
@@ -345,18 +409,28 @@ struct Length {
     count: usize,
 }
 
-/// The fewest and most slots a length's filter has (8 KiB to 2 MiB of bits).
-const FILTER_BITS: std::ops::RangeInclusive<u32> = 16..=24;
+/// The most slots a length's filter has (2 MiB of bits).
+const MOST_FILTER_BITS: u32 = 24;
 
-/// Slots per secret: about one window in 64 that is no secret's still reaches the map.
-const SLOTS_PER_SECRET: usize = 64;
+/// The slots a filter starts with: 2¹⁶ (8 KiB) for the first [`ROOMY_LENGTHS`] lengths, whose
+/// filters then pass few windows of text like the secrets' own (at 2¹³ slots for the bench's
+/// eight secrets a length, its scan took 5% longer); 2⁶ for lengths past them, so that a
+/// hostile fingerprint set naming a great many lengths costs memory in proportion to them.
+const ROOMY_FILTER_BITS: u32 = 16;
+const SMALL_FILTER_BITS: u32 = 6;
+const ROOMY_LENGTHS: usize = 256;
+
+/// Slots per secret, as a filter grows: about one window in 1 024 that is no secret's reaches
+/// the map (where windows' hashes fall as by chance), until a length has 16 384 secrets and its
+/// filter is as large as it grows.
+const SLOTS_PER_SECRET: usize = 1024;
 
 impl Length {
-    fn new(len: usize) -> Self {
-        let bits = *FILTER_BITS.start();
+    fn new(len: usize, bits: u32) -> Self {
         Length {
             len,
-            high_times_base: (0..len).fold(1u32, |p, _| p.wrapping_mul(ROLLING_BASE)),
+            // By squaring: a fingerprint may claim a length of four billion.
+            high_times_base: ROLLING_BASE.wrapping_pow(u32::try_from(len).unwrap_or(u32::MAX)),
             filter: vec![0; (1 << bits) / 64],
             filter_bits: bits,
             candidates: FxHashMap::default(),
@@ -386,7 +460,7 @@ impl Length {
         let wanted = (self.count * SLOTS_PER_SECRET)
             .next_power_of_two()
             .trailing_zeros()
-            .clamp(*FILTER_BITS.start(), *FILTER_BITS.end());
+            .min(MOST_FILTER_BITS);
         if wanted > self.filter_bits {
             self.filter_bits = wanted;
             self.filter = vec![0; (1 << wanted) / 64];
@@ -439,7 +513,7 @@ impl LeakScanner {
 
     /// Adds a fingerprint made under `salt`.
     pub fn add_fingerprint(&mut self, salt: &[u8], fingerprint: Fingerprint) {
-        add_to(&mut self.lengths, salt, fingerprint);
+        self.lengths.add(salt, fingerprint);
     }
 
     /// Adds every fingerprint of a set; fails when its salt is not hex.
@@ -455,19 +529,19 @@ impl LeakScanner {
     pub fn add_secret(&mut self, secret: &[u8]) {
         if !secret.is_empty() {
             self.clear.push(secret.into());
-            add_to(&mut self.clear_lengths, b"", Fingerprint::of(b"", secret));
+            self.clear_lengths.add(b"", Fingerprint::of(b"", secret));
             self.matcher = OnceLock::new();
         }
     }
 
     /// How many secrets it knows, by fingerprint or in clear.
     pub fn len(&self) -> usize {
-        self.lengths.iter().map(|l| l.count).sum::<usize>() + self.clear.len()
+        self.lengths.count() + self.clear.len()
     }
 
     /// True when it knows none.
     pub fn is_empty(&self) -> bool {
-        self.lengths.is_empty() && self.clear.is_empty()
+        self.lengths.tables.is_empty() && self.clear.is_empty()
     }
 
     /// The first leak in `bytes`, by offset; of two secrets that start there, the longer.
@@ -486,50 +560,11 @@ impl LeakScanner {
                     offset: m.start(),
                     len: m.len(),
                 }),
-                None => first_of(&self.clear_lengths, bytes, None),
+                None => self.clear_lengths.first_in(bytes, None),
             };
         }
-        first_of(&self.lengths, bytes, first)
+        self.lengths.first_in(bytes, first)
     }
-}
-
-/// Adds `fingerprint`, made under `salt`, to the table of its length in `lengths` (longest
-/// first, see [`first_of`]).
-fn add_to(lengths: &mut Vec<Length>, salt: &[u8], fingerprint: Fingerprint) {
-    let len = fingerprint.len as usize;
-    let at = match lengths.binary_search_by(|l| len.cmp(&l.len)) {
-        Ok(at) => at,
-        Err(at) => {
-            lengths.insert(at, Length::new(len));
-            at
-        }
-    };
-    lengths[at].add(fingerprint.rolling, (Arc::from(salt), fingerprint.sha256));
-}
-
-/// The first leak in `bytes` of the secrets in `lengths`, or `first` (a leak found already)
-/// if none is earlier, or as early and longer.
-fn first_of(lengths: &[Length], bytes: &[u8], mut first: Option<Leak>) -> Option<Leak> {
-    // Longest first, each length searching only where it would replace the leak found so far.
-    for length in lengths {
-        let len = length.len;
-        let Some(last) = bytes.len().checked_sub(len) else {
-            continue;
-        };
-        let starts = match first {
-            None => last + 1,
-            Some(found) if len > found.len => (found.offset + 1).min(last + 1),
-            // As long or longer, the leak found starts no later than `last`.
-            Some(found) => found.offset,
-        };
-        if len == 0 || starts == 0 {
-            continue;
-        }
-        if let Some(offset) = length.first_in(&bytes[..starts - 1 + len]) {
-            first = Some(Leak { offset, len });
-        }
-    }
-    first
 }
 
 #[cfg(test)]
@@ -683,7 +718,7 @@ mod tests {
             proptest::prop_assert_eq!(scanner.find(&bytes), first_by_brute_force(&all, &bytes));
             let clear: Vec<Vec<u8>> = secrets.iter().filter(|(_, c)| *c).map(|(s, _)| s.clone()).collect();
             proptest::prop_assert_eq!(
-                first_of(&scanner.clear_lengths, &bytes, None),
+                scanner.clear_lengths.first_in(&bytes, None),
                 first_by_brute_force(&clear, &bytes)
             );
         }
@@ -732,6 +767,27 @@ mod tests {
             scanner.add_fingerprint(b"s", Fingerprint::of(b"s", fingerprinted.as_bytes()));
             assert_eq!(scanner.find(bytes), Some(leak), "{in_clear} {fingerprinted}");
         }
+    }
+
+    /// An archive's fingerprint set may name any lengths, up to four billion, and any number of
+    /// them: taking them in costs neither time in proportion to a length nor memory of a
+    /// full-sized filter each, and a search looks only at lengths that fit.
+    #[test]
+    fn a_hostile_fingerprint_set_of_many_and_huge_lengths_is_taken_in() {
+        let mut scanner = LeakScanner::new();
+        for len in (1..=50_000u32).chain(u32::MAX - 1_000..=u32::MAX) {
+            scanner.add_fingerprint(
+                b"s",
+                Fingerprint {
+                    len,
+                    rolling: len,
+                    sha256: [0; 32],
+                },
+            );
+        }
+        scanner.add_fingerprint(b"s", Fingerprint::of(b"s", b"the-secret"));
+        assert_eq!(scanner.len(), 51_002);
+        assert_eq!(scanner.find(b"is the-secret here").map(|l| l.offset), Some(3));
     }
 
     /// The automaton over secrets given in clear is built again once one is added after a
