@@ -318,11 +318,49 @@ pub struct LeakScanner {
     lengths: Lengths,
     /// The secrets given in clear.
     clear: Vec<Box<[u8]>>,
-    /// An automaton over `clear`, built at the first search after a secret is added: one pass
-    /// finds them all, however many lengths they have. `None` if it could not be built.
-    matcher: OnceLock<Option<AhoCorasick>>,
-    /// `clear` as fingerprints: searched only if the automaton could not be built.
-    clear_lengths: Lengths,
+    /// How `clear` is searched, made at the first search after a secret is added.
+    clear_search: OnceLock<ClearSearch>,
+}
+
+/// How secrets given in clear are searched.
+#[derive(Debug, Clone)]
+enum ClearSearch {
+    /// One automaton: one pass finds them all, however many lengths they have.
+    Automaton(AhoCorasick),
+    /// By their fingerprints, if the automaton could not be built.
+    Fingerprints(Lengths),
+}
+
+impl ClearSearch {
+    fn of(clear: &[Box<[u8]>]) -> Self {
+        // Leftmost-longest: the earliest match, the longest of those starting there.
+        match AhoCorasick::builder()
+            .match_kind(MatchKind::LeftmostLongest)
+            .build(clear)
+        {
+            Ok(automaton) => ClearSearch::Automaton(automaton),
+            Err(_) => ClearSearch::Fingerprints(fingerprints_of(clear)),
+        }
+    }
+
+    fn first_in(&self, bytes: &[u8]) -> Option<Leak> {
+        match self {
+            ClearSearch::Automaton(automaton) => automaton.find(bytes).map(|m| Leak {
+                offset: m.start(),
+                len: m.len(),
+            }),
+            ClearSearch::Fingerprints(lengths) => lengths.first_in(bytes, None),
+        }
+    }
+}
+
+/// Secrets given in clear, as fingerprints under no salt.
+fn fingerprints_of(clear: &[Box<[u8]>]) -> Lengths {
+    let mut lengths = Lengths::default();
+    for secret in clear {
+        lengths.add(b"", Fingerprint::of(b"", secret));
+    }
+    lengths
 }
 
 /// A table per distinct secret length.
@@ -529,8 +567,7 @@ impl LeakScanner {
     pub fn add_secret(&mut self, secret: &[u8]) {
         if !secret.is_empty() {
             self.clear.push(secret.into());
-            self.clear_lengths.add(b"", Fingerprint::of(b"", secret));
-            self.matcher = OnceLock::new();
+            self.clear_search = OnceLock::new();
         }
     }
 
@@ -546,23 +583,13 @@ impl LeakScanner {
 
     /// The first leak in `bytes`, by offset; of two secrets that start there, the longer.
     pub fn find(&self, bytes: &[u8]) -> Option<Leak> {
-        let mut first = None;
-        if !self.clear.is_empty() {
-            let matcher = self.matcher.get_or_init(|| {
-                // Leftmost-longest: the earliest match, the longest of those starting there.
-                AhoCorasick::builder()
-                    .match_kind(MatchKind::LeftmostLongest)
-                    .build(&self.clear)
-                    .ok()
-            });
-            first = match matcher {
-                Some(matcher) => matcher.find(bytes).map(|m| Leak {
-                    offset: m.start(),
-                    len: m.len(),
-                }),
-                None => self.clear_lengths.first_in(bytes, None),
-            };
-        }
+        let first = if self.clear.is_empty() {
+            None
+        } else {
+            self.clear_search
+                .get_or_init(|| ClearSearch::of(&self.clear))
+                .first_in(bytes)
+        };
         self.lengths.first_in(bytes, first)
     }
 }
@@ -716,10 +743,10 @@ mod tests {
             }
             let all: Vec<Vec<u8>> = secrets.iter().map(|(s, _)| s.clone()).collect();
             proptest::prop_assert_eq!(scanner.find(&bytes), first_by_brute_force(&all, &bytes));
-            let clear: Vec<Vec<u8>> = secrets.iter().filter(|(_, c)| *c).map(|(s, _)| s.clone()).collect();
+            let clear: Vec<Box<[u8]>> = secrets.iter().filter(|(_, c)| *c).map(|(s, _)| s.as_slice().into()).collect();
             proptest::prop_assert_eq!(
-                scanner.clear_lengths.first_in(&bytes, None),
-                first_by_brute_force(&clear, &bytes)
+                ClearSearch::Fingerprints(fingerprints_of(&clear)).first_in(&bytes),
+                first_by_brute_force(&clear.iter().map(|s| s.to_vec()).collect::<Vec<_>>(), &bytes)
             );
         }
     }
