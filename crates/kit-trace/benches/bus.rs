@@ -10,10 +10,18 @@
 //! Prints events/s (the median of three runs) and the send latency percentiles of the median
 //! run, and checks that every collector received every event.
 //!
+//! Then what a test costs under `cargo nextest run`, where every test is a process whose writer
+//! joins the run's shared archive: a child process per test (15 of them) makes a writer,
+//! runs one test and ends it, first against an empty archive, then against one already holding
+//! 10 000 tests. Prints the median time from making the writer to the test being durable.
+//!
 //! `cargo bench -p kit-trace --bench bus` (set `KIT_BENCH_EVENTS` to change the total,
-//! `KIT_BENCH_ROW` to `counting` or `archive` to run one row, and `KIT_BENCH_LEVEL` to the
-//! archive's deflate level, 0–9, to see what deflating costs the archive row).
+//! `KIT_BENCH_ROW` to `counting`, `archive` or `join` to run one row or pair, and
+//! `KIT_BENCH_LEVEL` to the archive's deflate level, 0–9, to see what deflating costs the
+//! archive row).
 
+use std::path::Path;
+use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -23,6 +31,10 @@ use kit_trace::{ArchiveWriter, RunManifest, WriterOptions};
 
 const THREADS: usize = 8;
 const EVENTS_PER_TEST: usize = 1_000;
+/// Tests already in the archive the `join` row's writers join.
+const JOINED_TESTS: usize = 10_000;
+/// Child processes (tests) per `join` row.
+const JOIN_RUNS: usize = 15;
 
 struct Counting(Arc<AtomicU64>);
 
@@ -138,8 +150,92 @@ fn percentile(sorted: &[u32], p: f64) -> Duration {
     Duration::from_nanos(u64::from(sorted[i]))
 }
 
+/// A run's archive in `dir` holding `tests` tests of one observation each, written by one
+/// writer from four threads, as a `cargo test` process would.
+fn fill(dir: &Path, run_id: &RunId, tests: usize) {
+    let writer = ArchiveWriter::create(dir, RunManifest::new(run_id.clone(), "bench")).expect("writer");
+    let bus = Bus::builder().collector(writer).start();
+    let host = KitBuilder::new(Configuration::new()).build().expect("host").host;
+    let kit = KitRun::new(host, bus.clone(), run_id.clone());
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let kit = kit.clone();
+            std::thread::spawn(move || {
+                for n in (t..tests).step_by(4) {
+                    let ctx = kit.begin_test(TestStarted::new(format!("bench::filled_{n}")));
+                    ctx.observe(None, template());
+                    ctx.finish(TestOutcome::Passed).expect("finish");
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("filler");
+    }
+    bus.shutdown().expect("shutdown");
+}
+
+/// A child: one test in a process of its own, as under nextest. Its writer joins the archive
+/// of `run` in `dir`; prints the microseconds from making the writer to the test's end
+/// being durable (its first commit reads the archive's directory).
+#[allow(clippy::print_stdout)]
+fn join_child(dir: &Path, run: &str) {
+    let run_id = RunId::new(run).expect("run id");
+    let started = Instant::now();
+    let writer = ArchiveWriter::create(dir, RunManifest::new(run_id.clone(), "bench")).expect("writer");
+    let bus = Bus::builder().collector(writer).start();
+    let host = KitBuilder::new(Configuration::new()).build().expect("host").host;
+    let kit = KitRun::new(host, bus.clone(), run_id);
+    let ctx = kit.begin_test(TestStarted::new("bench::joining"));
+    ctx.observe(None, template());
+    ctx.finish(TestOutcome::Passed).expect("finish");
+    let elapsed = started.elapsed();
+    bus.shutdown().expect("shutdown");
+    println!("{}", elapsed.as_micros());
+}
+
+/// Microseconds each of `JOIN_RUNS` child processes took to join an archive of `tests` tests
+/// and end one of its own, sorted.
+fn joining(tests: usize) -> Vec<u64> {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let run = format!("join-{tests}");
+    let run_id = RunId::new(&run).expect("run id");
+    if tests > 0 {
+        fill(dir.path(), &run_id, tests);
+    }
+    let exe = std::env::current_exe().expect("bench binary");
+    let mut micros: Vec<u64> = (0..JOIN_RUNS)
+        .map(|_| {
+            let out = Command::new(&exe)
+                .args(["join", &dir.path().display().to_string(), &run])
+                .output()
+                .expect("child");
+            assert!(
+                out.status.success(),
+                "join: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            stdout
+                .lines()
+                .last()
+                .and_then(|l| l.parse().ok())
+                .expect("microseconds")
+        })
+        .collect();
+    micros.sort_unstable();
+    micros
+}
+
 #[allow(clippy::print_stdout)]
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let [_, mode, dir, run] = args.as_slice()
+        && mode == "join"
+    {
+        join_child(Path::new(dir), run);
+        return;
+    }
     let total: usize = std::env::var("KIT_BENCH_EVENTS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -169,6 +265,22 @@ fn main() {
             percentile(&median.latencies, 0.50),
             percentile(&median.latencies, 0.99),
             percentile(&median.latencies, 1.0),
+        );
+    }
+    if only.as_deref().is_some_and(|only| only != "join") {
+        return;
+    }
+    println!(
+        "a test in a process of its own (nextest), {JOIN_RUNS} processes: from its writer made to its end durable"
+    );
+    for tests in [0, JOINED_TESTS] {
+        let micros = joining(tests);
+        println!(
+            "{:<44} median {} µs (min {}, max {})",
+            format!("joining an archive of {tests} tests"),
+            micros[JOIN_RUNS / 2],
+            micros[0],
+            micros[JOIN_RUNS - 1]
         );
     }
 }

@@ -205,6 +205,9 @@ impl EntryPath {
         if name == MERGE_ENTRY {
             return EntryPath::Merge;
         }
+        if let Some(hex) = blob_sha(name) {
+            return EntryPath::Blob(hex.to_owned());
+        }
         let parts: Vec<&str> = name.split('/').collect();
         match parts.as_slice() {
             ["runs", run, "manifest.json"] => RunId::new(*run)
@@ -222,16 +225,28 @@ impl EntryPath {
             ["runs", run, "secrets", file] if file.ends_with(".json") => RunId::new(*run)
                 .map(EntryPath::Secrets)
                 .unwrap_or(EntryPath::Other),
-            ["blobs", "sha256", prefix, hex]
-                if hex.len() == 64
-                    && hex.starts_with(prefix)
-                    && hex.bytes().all(|b| b.is_ascii_hexdigit()) =>
-            {
-                EntryPath::Blob((*hex).to_owned())
-            }
             _ => EntryPath::Other,
         }
     }
+}
+
+/// The hex digest a blob entry's name ends with (`blobs/sha256/{hh}/{hex}`), or `None` when
+/// the name is not a blob's: what [`EntryPath::parse`] finds for a blob, without classifying
+/// every other entry. A writer joining an archive looks for its blobs among every entry, and
+/// classifying each one was a quarter of its first commit.
+///
+/// ```
+/// use kit_trace::format::{blob_path, blob_sha};
+///
+/// let hex = "ab".repeat(32);
+/// assert_eq!(blob_sha(&blob_path(&hex)), Some(hex.as_str()));
+/// assert_eq!(blob_sha(&format!("blobs/sha256/cd/{hex}")), None); // not under its first two digits
+/// assert_eq!(blob_sha("runs/r/manifest.json"), None);
+/// ```
+pub fn blob_sha(name: &str) -> Option<&str> {
+    let (prefix, hex) = name.strip_prefix("blobs/sha256/")?.split_once('/')?;
+    (hex.len() == 64 && hex.get(..2) == Some(prefix) && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then_some(hex)
 }
 
 /// Why an entry name is refused: it could escape a folder if extracted, or is not a plain
@@ -287,7 +302,28 @@ mod tests {
         ] {
             assert_eq!(EntryPath::parse(&bad), EntryPath::Other, "{bad}");
         }
-        assert_eq!(EntryPath::parse(&blob_path(&hex)), EntryPath::Blob(hex));
+        assert_eq!(EntryPath::parse(&blob_path(&hex)), EntryPath::Blob(hex.clone()));
+        // `blob_sha` answers for a blob as `parse` does, on names near one.
+        for name in [
+            blob_path(&hex),
+            format!("blobs/sha256/cd/{hex}"),
+            format!("blobs/sha256//{hex}"),
+            format!("blobs/sha256/a/{hex}"),
+            format!("blobs/sha256/ab/{hex}/x"),
+            format!("blobs/sha256/ab/{hex}x"),
+            format!("blobs/sha256/{hex}"),
+            format!("blobs/sha1/ab/{hex}"),
+            format!("xblobs/sha256/ab/{hex}"),
+        ] {
+            let parsed = match EntryPath::parse(&name) {
+                EntryPath::Blob(sha) => Some(sha),
+                _ => None,
+            };
+            assert_eq!(blob_sha(&name).map(str::to_owned), parsed, "{name}");
+        }
+        // Under a folder of exactly its first two digits, as `blob_path` puts it.
+        assert_eq!(blob_sha(&format!("blobs/sha256//{hex}")), None);
+        assert_eq!(blob_sha(&format!("blobs/sha256/a/{hex}")), None);
         assert_eq!(
             EntryPath::parse("runs/r/tests/not-a-uuid/0000.jsonl"),
             EntryPath::Other

@@ -475,12 +475,10 @@ impl ArchiveWriter {
             self.manifest_written = false;
             let manifest_name = manifest_path(&self.manifest.run_id);
             for entry in &directory.entries {
-                match format::EntryPath::parse(&entry.name) {
-                    format::EntryPath::Blob(sha) => {
-                        self.blobs.insert(sha);
-                    }
-                    _ if entry.name == manifest_name => self.manifest_written = true,
-                    _ => {}
+                if let Some(sha) = format::blob_sha(&entry.name) {
+                    self.blobs.insert(sha.to_owned());
+                } else if entry.name == manifest_name {
+                    self.manifest_written = true;
                 }
             }
             directory
