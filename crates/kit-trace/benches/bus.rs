@@ -150,13 +150,19 @@ fn percentile(sorted: &[u32], p: f64) -> Duration {
     Duration::from_nanos(u64::from(sorted[i]))
 }
 
-/// A run's archive in `dir` holding `tests` tests of one observation each, written by one
-/// writer from four threads, as a `cargo test` process would.
-fn fill(dir: &Path, run_id: &RunId, tests: usize) {
+/// A run whose one collector is a writer of `run_id`'s archive in `dir`, as a test process
+/// makes it, and its bus.
+fn archived_run(dir: &Path, run_id: &RunId) -> (KitRun, Bus) {
     let writer = ArchiveWriter::create(dir, RunManifest::new(run_id.clone(), "bench")).expect("writer");
     let bus = Bus::builder().collector(writer).start();
     let host = KitBuilder::new(Configuration::new()).build().expect("host").host;
-    let kit = KitRun::new(host, bus.clone(), run_id.clone());
+    (KitRun::new(host, bus.clone(), run_id.clone()), bus)
+}
+
+/// A run's archive in `dir` holding `tests` tests of one observation each, written by one
+/// writer from four threads, as a `cargo test` process would.
+fn fill(dir: &Path, run_id: &RunId, tests: usize) {
+    let (kit, bus) = archived_run(dir, run_id);
     let threads: Vec<_> = (0..4)
         .map(|t| {
             let kit = kit.clone();
@@ -182,10 +188,7 @@ fn fill(dir: &Path, run_id: &RunId, tests: usize) {
 fn join_child(dir: &Path, run: &str) {
     let run_id = RunId::new(run).expect("run id");
     let started = Instant::now();
-    let writer = ArchiveWriter::create(dir, RunManifest::new(run_id.clone(), "bench")).expect("writer");
-    let bus = Bus::builder().collector(writer).start();
-    let host = KitBuilder::new(Configuration::new()).build().expect("host").host;
-    let kit = KitRun::new(host, bus.clone(), run_id);
+    let (kit, bus) = archived_run(dir, &run_id);
     let ctx = kit.begin_test(TestStarted::new("bench::joining"));
     ctx.observe(None, template());
     ctx.finish(TestOutcome::Passed).expect("finish");
