@@ -71,8 +71,11 @@ pub(super) fn read_plain<'a>(text: &'a str, options: &serde_saphyr::options::Opt
                 nodes += 1;
                 scalar_bytes += value.len();
                 if let Some(Open::Mapping(_, name @ None)) = stack.last_mut() {
-                    // A name: as text, unless YAML would take it for null, or merge with it.
-                    if style == ScalarStyle::Plain && (nullish(&value) || &*value == "<<") {
+                    // A name: as text, unless YAML would take it for null, merge with it, or
+                    // compare it with the others as an integer.
+                    if style == ScalarStyle::Plain
+                        && (nullish(&value) || &*value == "<<" || integer_not_by_its_text(&value))
+                    {
                         return None;
                     }
                     *name = Some(value);
@@ -159,6 +162,34 @@ fn scalar<'a>(value: Cow<'a, str>, style: ScalarStyle, read_alone: &mut usize) -
         return None;
     }
     alone(value)
+}
+
+/// Whether serde-saphyr may read plain name `text` as an integer that another name spells
+/// otherwise. It finds repeated names by value, and integers by theirs: `-0` repeats `0`, and
+/// `+1`, `0x1`, `0o1`, `0b1` and `1_0` repeat `1` and `10` (booleans and floats it compares as
+/// written). The names read plainly are checked for repeats by text, which is exact for
+/// decimal integers written as decimal integers are (no `+`, no leading zero, no `_`, and not
+/// `-0`), the status codes of every document; a name written any other way that could be an
+/// integer leaves the document to serde-saphyr. `2XX`, `1e3` and `1.5` are not integers.
+fn integer_not_by_its_text(text: &str) -> bool {
+    let (sign, unsigned) = match text.as_bytes().first() {
+        Some(&sign @ (b'+' | b'-')) => (Some(sign), &text[1..]),
+        _ => (None, text),
+    };
+    let bytes = unsigned.as_bytes();
+    let radix =
+        bytes.len() > 2 && bytes[0] == b'0' && matches!(bytes[1], b'x' | b'X' | b'o' | b'O' | b'b' | b'B');
+    let integer = if radix {
+        bytes[2..].iter().all(|b| b.is_ascii_hexdigit() || *b == b'_')
+    } else {
+        bytes.first().is_some_and(u8::is_ascii_digit)
+            && bytes.iter().all(|b| b.is_ascii_digit() || *b == b'_')
+    };
+    let by_its_text = sign != Some(b'+')
+        && !radix
+        && !bytes.contains(&b'_')
+        && (bytes == b"0" && sign.is_none() || bytes.first() != Some(&b'0'));
+    integer && !by_its_text
 }
 
 /// A byte some numeral serde-saphyr reads may hold.
@@ -450,6 +481,8 @@ mod tests {
             "a: 0-based, not 1-based (a note)\nb: 1/2\nc: 12:30:15\n",
             // Names that are not plain text, and ones YAML types otherwise as values.
             "200: ok\n404: no\ntrue: t\n1.5: f\n'q': quoted\n\"\": empty\n'~': tilde\n\"null\": n\n",
+            // Names that look numeric and are compared as written: codes, ranges, floats.
+            "0: zero\n-1: minus\n2XX: range\ndefault: d\n1e3: f\n1.0: g\n1.00: h\n'-0': quoted\n",
             "? complex\n: value\n",
             "? |\n  a block\n: value\n\"<<\": quoted, not a merge\n",
             "%TAG !e! tag:example.com,2000:\n---\na: 1\n",
@@ -494,6 +527,13 @@ mod tests {
             "a: *nowhere\n",
             "a: b: c\n",
             "a: -\n",
+            // Names serde-saphyr compares as integers: one spelled otherwise may repeat another.
+            "a: {-0: true, 0: true}\n",
+            "a: {+1: x, 1: y}\n",
+            "a: {0x1: x, 0o1: y}\n",
+            "a: {1_0: x, 10: y}\n",
+            "a: {-0x1: x, -1: y}\n",
+            "a: {007: x}\n",
         ];
         for case in cases {
             assert!(check(case).is_none(), "{case:?} read plainly");
