@@ -483,6 +483,7 @@ mod tests {
             "200: ok\n404: no\ntrue: t\n1.5: f\n'q': quoted\n\"\": empty\n'~': tilde\n\"null\": n\n",
             // Names that look numeric and are compared as written: codes, ranges, floats.
             "0: zero\n-1: minus\n2XX: range\ndefault: d\n1e3: f\n1.0: g\n1.00: h\n'-0': quoted\n",
+            "0x: a\n0xZ: b\n0a: c\n_10: d\n10: e\n",
             "? complex\n: value\n",
             "? |\n  a block\n: value\n\"<<\": quoted, not a merge\n",
             "%TAG !e! tag:example.com,2000:\n---\na: 1\n",
