@@ -12,7 +12,7 @@ use kit_core::{EventKind, RunId, TestId};
 use crate::TraceError;
 use crate::format::{self, EntryPath, FORMAT_VERSION, MERGE_ENTRY, MIME_TYPE, MIME_TYPE_ENTRY};
 use crate::read::ArchiveReader;
-use crate::zipfile::{self, Deflater, Directory, PreparedEntry, Room};
+use crate::zipfile::{self, Deflater, Layout, PreparedEntry, Room};
 
 /// What a merge did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -133,7 +133,7 @@ fn merge_into(file: &File, out: &Path, shards: &[PathBuf]) -> Result<MergeSummar
         action: "write the merged archive",
         source,
     };
-    let mut directory = Directory::default();
+    let mut layout = Layout::default();
     let mut deflaters: Vec<Deflater> = (0..deflate_threads()).map(|_| Deflater::new(6)).collect();
     let mut batch = vec![PreparedEntry::stored(
         MIME_TYPE_ENTRY,
@@ -233,7 +233,7 @@ fn merge_into(file: &File, out: &Path, shards: &[PathBuf]) -> Result<MergeSummar
             pending.push((name, bytes));
             if pending_bytes >= BATCH_BYTES {
                 batch.extend(deflate_all(&mut deflaters, &pending).map_err(write_error)?);
-                zipfile::write_entries(file, &mut directory, &batch).map_err(write_error)?;
+                zipfile::write_entries(file, &mut layout, &batch).map_err(write_error)?;
                 batch.clear();
                 pending.clear();
                 pending_bytes = 0;
@@ -250,20 +250,21 @@ fn merge_into(file: &File, out: &Path, shards: &[PathBuf]) -> Result<MergeSummar
     let json = serde_json::to_vec_pretty(&info).map_err(|e| TraceError::Encode(e.to_string()))?;
     batch.push(PreparedEntry::stored(MERGE_ENTRY, json));
     // The only central directory the merged file gets, after every entry.
-    let file_len = directory.end_of_entries;
-    zipfile::append(file, file_len, &mut directory, &batch, Room::None).map_err(write_error)?;
+    let file_len = layout.end_of_entries;
+    zipfile::append(file, file_len, &mut layout, &batch, Room::None).map_err(write_error)?;
 
     // A set: a merge of many runs made a list's search quadratic in the entries.
     let mut runs: HashSet<&str> = HashSet::new();
     let mut tests = 0;
     let mut blobs = 0;
-    for entry in &directory.entries {
-        match EntryPath::parse(&entry.name) {
+    // Every entry but `mimetype` and `merge.json` was written under its name.
+    for name in written.keys() {
+        match EntryPath::parse(name) {
             EntryPath::Segment(_, _, 0) => tests += 1,
             EntryPath::Blob(_) => blobs += 1,
             _ => {}
         }
-        if let Some(run) = entry.name.strip_prefix("runs/").and_then(|r| r.split('/').next()) {
+        if let Some(run) = name.strip_prefix("runs/").and_then(|r| r.split('/').next()) {
             runs.insert(run);
         }
     }

@@ -17,7 +17,7 @@ use crate::format::{
     self, MIME_TYPE, MIME_TYPE_ENTRY, RunManifest, SegmentHeader, blob_path, manifest_path, secrets_path,
     segment_path,
 };
-use crate::zipfile::{self, ChunkedDeflate, Deflater, Directory, PreparedEntry};
+use crate::zipfile::{self, ChunkedDeflate, Deflater, Layout, PreparedEntry};
 
 /// How an [`ArchiveWriter`] writes.
 #[derive(Debug, Clone)]
@@ -120,10 +120,20 @@ const MAX_SPARE_BUFFERS: usize = 64;
 /// A buffer holding more than this (a long test's) is freed rather than kept.
 const MAX_SPARE_CAPACITY: usize = 512 * 1024;
 
+/// What a writer notes of an archive's entries as it loads its layout.
+#[derive(Default)]
+struct Found {
+    first_is_mimetype: Option<bool>,
+    /// Digests of the blobs it holds.
+    blobs: HashSet<String>,
+    /// Whether it holds this run's manifest.
+    manifest: bool,
+}
+
 /// What this process last wrote, to skip re-reading the directory when no other process
 /// wrote since.
 struct Cached {
-    directory: Directory,
+    layout: Layout,
     len: u64,
     tail: Vec<u8>,
 }
@@ -454,11 +464,22 @@ impl ArchiveWriter {
             }
             _ => false,
         };
-        let mut directory = if reuse {
-            self.cache.take().map(|c| c.directory).unwrap_or_default()
+        // Whether the file's first entry is `mimetype`; `None` when it has no entries.
+        let (mut layout, first_is_mimetype) = if let Some(cached) = self.cache.take().filter(|_| reuse) {
+            // This writer's own append, which began with `mimetype` or found it.
+            let first = (cached.layout.count() > 0).then_some(true);
+            (cached.layout, first)
         } else {
-            let (directory, salvaged) =
-                zipfile::load(file, len).map_err(|e| io_err("read the archive", e))?;
+            let manifest_name = manifest_path(&self.manifest.run_id);
+            let (layout, found, salvaged) = zipfile::load(file, len, |found: &mut Found, name| {
+                found.first_is_mimetype.get_or_insert(name == MIME_TYPE_ENTRY);
+                if let Some(sha) = format::blob_sha(name) {
+                    found.blobs.insert(sha.to_owned());
+                } else if name == manifest_name {
+                    found.manifest = true;
+                }
+            })
+            .map_err(|e| io_err("read the archive", e))?;
             if let Some(salvaged) = salvaged {
                 // Nothing whole and more than a cut first entry: someone else's file.
                 if salvaged.directory.entries.is_empty() && len > 256 {
@@ -471,27 +492,19 @@ impl ArchiveWriter {
             }
             // What the file holds now, whoever wrote it (a salvage may have dropped an entry
             // this writer made).
-            self.blobs.clear();
-            self.manifest_written = false;
-            let manifest_name = manifest_path(&self.manifest.run_id);
-            for entry in &directory.entries {
-                if let Some(sha) = format::blob_sha(&entry.name) {
-                    self.blobs.insert(sha.to_owned());
-                } else if entry.name == manifest_name {
-                    self.manifest_written = true;
-                }
-            }
-            directory
+            self.blobs = found.blobs;
+            self.manifest_written = found.manifest;
+            (layout, found.first_is_mimetype)
         };
 
         let mut entries = Vec::with_capacity(segments.len() + blobs.len() + 2);
-        match directory.entries.first() {
+        match first_is_mimetype {
             None => entries.push(PreparedEntry::stored(
                 MIME_TYPE_ENTRY,
                 MIME_TYPE.as_bytes().to_vec(),
             )),
-            Some(first) if first.name == MIME_TYPE_ENTRY => {}
-            Some(_) => {
+            Some(true) => {}
+            Some(false) => {
                 return Err(TraceError::NotAnArchive {
                     path: self.path.clone(),
                     reason: "its first entry is not `mimetype`; refusing to append to it".into(),
@@ -513,14 +526,14 @@ impl ArchiveWriter {
         }
         entries.extend(segments);
         let count = entries.len() as u64;
-        let appended = zipfile::append(file, len, &mut directory, &entries, zipfile::Room::Spare)
+        let appended = zipfile::append(file, len, &mut layout, &entries, zipfile::Room::Spare)
             .map_err(|e| io_err("append to the archive", e))?;
         self.manifest_written = true;
         self.blobs.extend(added_blobs);
         self.stats.commits += 1;
         self.stats.entries += count;
         self.cache = Some(Cached {
-            directory,
+            layout,
             len: appended.len,
             tail: appended.tail,
         });
