@@ -147,7 +147,8 @@ impl Layout {
     /// [`read_directory`]), giving each entry's name to `each_name` in order.
     pub(crate) fn read(file: &File, len: u64, each_name: impl FnMut(&str)) -> Result<Self, DirectoryError> {
         let mut each_name = each_name;
-        let walked = walk_directory(file, len, |entry| each_name(entry.name))?;
+        let end = read_end_record(file, len)?;
+        let walked = walk_directory(file, &end, |entry| each_name(entry.name))?;
         Ok(Layout {
             count: walked.count,
             end_of_entries: walked.end_of_entries,
@@ -633,15 +634,14 @@ struct Walked {
     end_of_entries: u64,
 }
 
-/// Walks the directory of a file this module wrote, through its end record, checking each
-/// record and lending each entry to `each`, in order.
+/// Walks the directory `end` describes, checking each record and lending each entry to
+/// `each`, in order.
 fn walk_directory(
     file: &File,
-    len: u64,
+    end: &EndRecord,
     mut each: impl FnMut(DirEntry<&str>),
 ) -> Result<Walked, DirectoryError> {
     use DirectoryError::Invalid;
-    let end = read_end_record(file, len)?;
     let cd_offset = end.directory_at;
     let buffer =
         usize::try_from(end.directory_len).map_or(DIRECTORY_BUFFER, |len| len.clamp(1, DIRECTORY_BUFFER));
@@ -737,8 +737,10 @@ fn walk_directory(
 /// must be the file's last 22 bytes (we never write a comment) and the directory must end
 /// where the end record (or the ZIP64 end record) begins.
 pub(crate) fn read_directory(file: &File, len: u64) -> Result<Directory, DirectoryError> {
-    let mut entries = Vec::new();
-    let walked = walk_directory(file, len, |entry| entries.push(entry.to_owned_entry()))?;
+    let end = read_end_record(file, len)?;
+    // `read_end_record` bounds the count by the directory's bytes.
+    let mut entries = Vec::with_capacity(usize::try_from(end.count).unwrap_or(0));
+    let walked = walk_directory(file, &end, |entry| entries.push(entry.to_owned_entry()))?;
     Ok(Directory {
         entries,
         end_of_entries: walked.end_of_entries,
