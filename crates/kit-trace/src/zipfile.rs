@@ -163,7 +163,6 @@ impl Layout {
     fn hold_records(&mut self, file: &File) -> io::Result<()> {
         if let Some(at) = self.in_file_at
             && self.held.is_empty()
-            && self.records_len > 0
         {
             let len = usize::try_from(self.records_len)
                 .map_err(|_| io::Error::other("the central directory does not fit in memory"))?;
@@ -1571,6 +1570,121 @@ mod tests {
             &[PreparedEntry::stored("e4", b"entry 4".to_vec())],
         );
         assert_eq!(names(&file), ["e0", "e1", "e2", "e3", "e4"]);
+    }
+
+    /// A file holding the entries of a three-entry archive, as `edit_entries` leaves their
+    /// bytes (given the last one's offset), and a central directory made by hand from their
+    /// records, as `edit` leaves them; returns the file and its length.
+    fn with_records(
+        dir: &std::path::Path,
+        edit_entries: impl FnOnce(&mut [u8], usize),
+        edit: impl FnOnce(&mut Vec<Vec<u8>>),
+    ) -> (File, u64) {
+        let path = dir.join("by-hand.zip");
+        let (_keep, _, file, mut layout) = fresh("entries.zip");
+        let entries: Vec<_> = (0..3)
+            .map(|i| PreparedEntry::stored(format!("e{i}"), format!("entry {i}").into_bytes()))
+            .collect();
+        let len = append_to(&file, &mut layout, &entries);
+        let mut bytes = vec![0u8; layout.end_of_entries as usize];
+        read_exact_at(&file, 0, &mut bytes).unwrap();
+        let directory = read_directory(&file, len).unwrap();
+        edit_entries(&mut bytes, directory.entries[2].local_header_offset as usize);
+        let mut records: Vec<Vec<u8>> = directory
+            .entries
+            .iter()
+            .map(|entry| {
+                let mut record = Vec::new();
+                encode_record(&mut record, entry);
+                record
+            })
+            .collect();
+        edit(&mut records);
+        let directory = records.concat();
+        let directory_at = bytes.len() as u64;
+        bytes.extend_from_slice(&directory);
+        write_end_records(&mut bytes, 3, directory.len() as u64, directory_at);
+        std::fs::write(&path, &bytes).unwrap();
+        (open(&path), bytes.len() as u64)
+    }
+
+    /// A record with a comment (which no writer of ours makes) is stepped over whole: the
+    /// records after it read as written.
+    #[test]
+    fn a_record_with_a_comment_is_read_past_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let (file, len) = with_records(
+            dir.path(),
+            |_, _| (),
+            |records| {
+                let first = &mut records[0];
+                first[32..34].copy_from_slice(&5u16.to_le_bytes());
+                first.extend_from_slice(b"hello");
+            },
+        );
+        let names: Vec<String> = read_directory(&file, len)
+            .unwrap()
+            .entries
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        assert_eq!(names, ["e0", "e1", "e2"]);
+        let layout = reread(&file, len);
+        assert_eq!(
+            (layout.count(), layout.records_len),
+            (3, 3 * (CENTRAL_HEADER_LEN as u64 + 2) + 5)
+        );
+    }
+
+    /// A record whose name runs past the directory's end, into the end record behind it, is
+    /// refused, by readers and writers alike, not read out of the end record.
+    #[test]
+    fn a_record_running_past_the_directory_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (file, len) = with_records(
+            dir.path(),
+            |_, _| (),
+            |records| {
+                let last = &mut records[2];
+                last[28..30].copy_from_slice(&12u16.to_le_bytes());
+            },
+        );
+        let refused = read_directory(&file, len).unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            "a central directory record runs past the directory"
+        );
+        let refused = Layout::read(&file, len, |_| ()).unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            "a central directory record runs past the directory"
+        );
+    }
+
+    /// The last entry ends after its local header's name and extra field, as that header
+    /// says, and must end before the directory.
+    #[test]
+    fn the_last_entry_ends_where_its_local_header_says_and_before_the_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        // Its two name bytes counted as an extra field instead: it ends where it did.
+        let (file, len) = with_records(
+            dir.path(),
+            |bytes, last| {
+                bytes[last + 26..last + 28].copy_from_slice(&0u16.to_le_bytes());
+                bytes[last + 28..last + 30].copy_from_slice(&2u16.to_le_bytes());
+            },
+            |_| (),
+        );
+        let layout = reread(&file, len);
+        assert_eq!(Some(layout.end_of_entries), layout.in_file_at);
+        // Said to be larger than the bytes before the directory.
+        let (file, len) = with_records(
+            dir.path(),
+            |_, _| (),
+            |records| records[2][20..24].copy_from_slice(&100u32.to_le_bytes()),
+        );
+        let refused = Layout::read(&file, len, |_| ()).unwrap_err();
+        assert_eq!(refused.to_string(), "an entry runs into the central directory");
     }
 
     /// The local header holds 32-bit sizes: an entry past them is refused, naming it.
