@@ -1622,13 +1622,7 @@ mod tests {
                 first.extend_from_slice(b"hello");
             },
         );
-        let names: Vec<String> = read_directory(&file, len)
-            .unwrap()
-            .entries
-            .into_iter()
-            .map(|e| e.name)
-            .collect();
-        assert_eq!(names, ["e0", "e1", "e2"]);
+        assert_eq!(names(&file), ["e0", "e1", "e2"]);
         let layout = reread(&file, len);
         assert_eq!(
             (layout.count(), layout.records_len),
