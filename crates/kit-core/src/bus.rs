@@ -1,9 +1,15 @@
 //! The event bus: bounded, lossless, one dispatcher thread fanning out to every collector.
 //!
-//! Producers (tests) [`publish`](Bus::publish) events into a bounded crossbeam channel. When the
-//! channel is full the producer blocks until the dispatcher catches up: a slow collector slows
-//! the tests down, it never loses an event. One dispatcher thread hands each event, by
-//! reference, to every collector in registration order.
+//! Producers (tests) [`publish`](Bus::publish) events into a crossbeam channel that the bus
+//! bounds. When it holds its capacity the producer waits until the dispatcher catches up: a slow
+//! collector slows the tests down, it never loses an event. One dispatcher thread hands each
+//! event, by reference, to every collector in registration order.
+//!
+//! The channel is crossbeam's unbounded one, which takes memory in blocks as messages come,
+//! with the bound kept by the producers: crossbeam's bounded channel writes every slot when it
+//! is made, 512 KiB at the default capacity, and on a virtual machine where a page touched for
+//! the first time costs microseconds that was some 300 µs of every bus's start, paid by every
+//! test process under nextest.
 //!
 //! The dispatcher is not woken for every event: a futex wake per event cost a producer more than
 //! the rest of its send, and on a two-core machine woke a thread that competed with the test and
@@ -25,7 +31,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError, bounded};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError, bounded, unbounded};
 
 use crate::collector::{Collector, CollectorError};
 use crate::event::Event;
@@ -151,7 +157,9 @@ impl Default for BusBuilder {
 }
 
 impl BusBuilder {
-    /// How many messages the channel holds before producers wait (default 16 384).
+    /// How many messages the queue holds before a producer waits for room (default 16 384).
+    /// Producers that publish at the same moment may each add one past it. The queue takes
+    /// its memory as messages come, not up front.
     pub fn capacity(mut self, capacity: usize) -> Self {
         self.capacity = capacity.max(1);
         self
@@ -188,7 +196,7 @@ impl BusBuilder {
 
     /// Starts the dispatcher thread and returns the bus.
     pub fn start(self) -> Bus {
-        let (tx, rx) = bounded(self.capacity);
+        let (tx, rx) = unbounded();
         let (spent_tx, spent_rx) = bounded(SPENT_CAPACITY);
         let dispatcher_spent = Spent {
             tx: spent_tx,
@@ -216,6 +224,7 @@ impl BusBuilder {
         }
         Bus {
             inner: Arc::new(Inner {
+                capacity: self.capacity,
                 nudge_at: (self.capacity / 8).max(1),
                 tx,
                 spent: spent_rx,
@@ -240,8 +249,8 @@ struct Wake {
     /// Set while the dispatcher sleeps without a timeout: the next producer must wake it.
     sleeping: AtomicBool,
     /// Set once the dispatcher has dropped its receiver and sent its last answer. A flush sent
-    /// just before that drop sits in the channel unanswered (the channel keeps what it holds
-    /// while senders live), so a waiter that sees this flag stops waiting.
+    /// just before that drop is never answered (the receiver's drop discards what the channel
+    /// holds), so a waiter that sees this flag stops waiting.
     closed: AtomicBool,
 }
 
@@ -258,6 +267,8 @@ struct Inner {
     /// Events every collector has handled, for producers to drop (see [`Inner::drop_spent`]).
     spent: Receiver<Box<Event>>,
     stats: Arc<Counters>,
+    /// Queue length at which a producer waits for room.
+    capacity: usize,
     /// Queue length at which a producer wakes a napping dispatcher.
     nudge_at: usize,
     flush_timeout: Duration,
@@ -304,28 +315,45 @@ impl Inner {
         }
     }
 
-    /// Wakes the dispatcher if it sleeps for good or the queue is filling up.
-    fn nudge(&self) {
+    /// Wakes the dispatcher if it sleeps for good or the queue, `queued` long, is filling up.
+    fn nudge(&self, queued: usize) {
         // Pairs with the dispatcher's fence between setting `sleeping` and its last look at
         // the queue: either it sees this event, or this load sees it asleep.
         fence(Ordering::SeqCst);
-        if self.wake.sleeping.load(Ordering::Relaxed) || self.tx.len() >= self.nudge_at {
+        if self.wake.sleeping.load(Ordering::Relaxed) || queued >= self.nudge_at {
             self.wake.unpark();
         }
     }
 
+    /// Waits while the queue holds `capacity` messages or more, the dispatcher woken to empty
+    /// it. Only a collector slower than the producers gets here, so a poll will do: a pause
+    /// that doubles from 50 µs to 1 ms between looks. Returns the queue's length.
+    fn wait_for_room(&self) -> usize {
+        let mut pause = Duration::from_micros(50);
+        loop {
+            let queued = self.tx.len();
+            // A closed bus's queue is empty (its receiver's drop discards what it holds), and
+            // the send that follows reports it closed.
+            if queued < self.capacity {
+                return queued;
+            }
+            self.wake.unpark();
+            thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(1));
+        }
+    }
+
     /// Sends a control message and wakes the dispatcher for it.
-    fn send_now(&self, message: Message, timeout: Duration) -> Result<(), BusError> {
-        let sent = self.send_control(message, timeout);
+    fn send_now(&self, message: Message) -> Result<(), BusError> {
+        let sent = self.send_control(message);
         self.wake.unpark();
         sent
     }
 
-    fn send_control(&self, message: Message, timeout: Duration) -> Result<(), BusError> {
-        self.tx.send_timeout(message, timeout).map_err(|e| match e {
-            crossbeam_channel::SendTimeoutError::Timeout(_) => BusError::FlushTimedOut(timeout),
-            crossbeam_channel::SendTimeoutError::Disconnected(_) => BusError::Closed { lost: 0 },
-        })
+    /// Sends a control message, past the queue's bound: those are few, and a flush waits for
+    /// its answer anyway.
+    fn send_control(&self, message: Message) -> Result<(), BusError> {
+        self.tx.send(message).map_err(|_| BusError::Closed { lost: 0 })
     }
 }
 
@@ -362,9 +390,13 @@ impl Bus {
             }
             Err(_) => Box::new(event),
         };
+        let mut queued = self.inner.tx.len();
+        if queued >= self.inner.capacity {
+            queued = self.inner.wait_for_room();
+        }
         let sent = self.inner.tx.send(Message::Event(event));
         // Even a refused send nudges: a full queue is exactly when the dispatcher must run.
-        self.inner.nudge();
+        self.inner.nudge(queued + 1);
         if self.inner.spent.len() > SPENT_KEPT {
             self.inner.drop_spent(1);
         }
@@ -375,16 +407,14 @@ impl Bus {
 
     /// Adds a collector while the bus runs; it sees every event published after this call.
     pub fn register(&self, collector: impl Collector) -> Result<(), BusError> {
-        self.inner
-            .send_now(Message::Register(Box::new(collector)), self.inner.flush_timeout)
+        self.inner.send_now(Message::Register(Box::new(collector)))
     }
 
     /// Waits until every collector has handled every event this thread published before the
     /// call, and has flushed. Reports collector failures seen since the previous flush.
     pub fn flush(&self) -> Result<(), BusError> {
         let (reply, answer) = bounded(1);
-        self.inner
-            .send_now(Message::Flush(Some(reply)), self.inner.flush_timeout)?;
+        self.inner.send_now(Message::Flush(Some(reply)))?;
         wait_for(&answer, self.inner.flush_timeout, &self.inner.wake.closed)
     }
 
@@ -402,8 +432,7 @@ impl Bus {
     /// ```
     pub fn flush_ended(&self) -> Result<(), BusError> {
         let (reply, answer) = bounded(1);
-        self.inner
-            .send_now(Message::FlushEnded(reply), self.inner.flush_timeout)?;
+        self.inner.send_now(Message::FlushEnded(reply))?;
         wait_for(&answer, self.inner.flush_timeout, &self.inner.wake.closed)
     }
 
@@ -413,12 +442,10 @@ impl Bus {
     /// test start uses it: the start reaches the archive while the test runs, or with its end
     /// if the test is over sooner.
     pub fn request_flush(&self) -> Result<(), BusError> {
-        let sent = self
-            .inner
-            .send_control(Message::Flush(None), self.inner.flush_timeout);
+        let sent = self.inner.send_control(Message::Flush(None));
         // Nothing is due at once: a napping dispatcher sees the request within a nap, and only
         // one asleep for good needs waking (a futex call the test thread need not pay).
-        self.inner.nudge();
+        self.inner.nudge(self.inner.tx.len());
         sent
     }
 
@@ -834,6 +861,53 @@ mod tests {
         assert!(started.elapsed() >= Duration::from_millis(30));
         bus.flush().unwrap();
         assert_eq!(seen.load(Ordering::SeqCst), 20);
+    }
+
+    /// Holds the dispatcher in its first event until released; counts every event.
+    struct HoldsFirst {
+        release: Option<Receiver<()>>,
+        seen: Arc<AtomicU64>,
+    }
+    impl Collector for HoldsFirst {
+        fn on_event(&mut self, _: &Event) {
+            if let Some(release) = self.release.take() {
+                let _ = release.recv();
+            }
+            self.seen.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// The queue holds no more than its capacity: a producer publishing past it waits while
+    /// the dispatcher is held, and goes on, losing nothing, once it is released.
+    #[test]
+    fn a_producer_waits_at_the_capacity_until_the_dispatcher_makes_room() {
+        let (release, release_rx) = bounded(1);
+        let seen = Arc::new(AtomicU64::new(0));
+        let bus = Bus::builder()
+            .capacity(4)
+            .collector(HoldsFirst {
+                release: Some(release_rx),
+                seen: Arc::clone(&seen),
+            })
+            .start();
+        let test = TestId::generate();
+        let producer = {
+            let bus = bus.clone();
+            thread::spawn(move || {
+                for seq in 0..10 {
+                    bus.publish(event(test, seq)).unwrap();
+                }
+            })
+        };
+        // The dispatcher holds the first event; four more fill the queue.
+        eventually("the queue full", || bus.inner.tx.len() == 4);
+        thread::sleep(Duration::from_millis(30));
+        assert_eq!(bus.inner.tx.len(), 4, "a producer went past the capacity");
+        assert!(!producer.is_finished(), "the producer did not wait");
+        release.send(()).unwrap();
+        producer.join().unwrap();
+        bus.flush().unwrap();
+        assert_eq!(seen.load(Ordering::SeqCst), 10);
     }
 
     struct FlushCounter(Arc<AtomicU64>, Arc<AtomicU64>);
