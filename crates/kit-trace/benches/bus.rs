@@ -13,7 +13,9 @@
 //! Then what a test costs under `cargo nextest run`, where every test is a process whose writer
 //! joins the run's shared archive: a child process per test (15 of them) makes a writer,
 //! runs one test and ends it, first against an empty archive, then against one already holding
-//! 10 000 tests. Prints the median time from making the writer to the test being durable.
+//! 10 000 tests, then against an empty archive again with a test that works 1 ms on its thread
+//! (the writer's set-up that can wait, waits for the test's first event, and overlaps its
+//! work). Prints the median time from making the writer to the test being durable.
 //!
 //! `cargo bench -p kit-trace --bench bus` (set `KIT_BENCH_EVENTS` to change the total,
 //! `KIT_BENCH_ROW` to `counting`, `archive` or `join` to run one row or pair, and
@@ -35,6 +37,9 @@ const EVENTS_PER_TEST: usize = 1_000;
 const JOINED_TESTS: usize = 10_000;
 /// Child processes (tests) per `join` row.
 const JOIN_RUNS: usize = 15;
+/// How long the test of the last `join` row works on its thread, as a test does between its
+/// start and its end.
+const JOIN_WORK: Duration = Duration::from_millis(1);
 
 struct Counting(Arc<AtomicU64>);
 
@@ -181,15 +186,20 @@ fn fill(dir: &Path, run_id: &RunId, tests: usize) {
     bus.shutdown().expect("shutdown");
 }
 
-/// A child: one test in a process of its own, as under nextest. Its writer joins the archive
-/// of `run` in `dir`; prints the microseconds from making the writer to the test's end
-/// being durable (its first commit reads the archive's directory).
+/// A child: one test in a process of its own, as under nextest, which works (spins) for
+/// `work` between its start and its observation. Its writer joins the archive of `run` in
+/// `dir`; prints the microseconds from making the writer to the test's end being durable (its
+/// first commit reads the archive's directory).
 #[allow(clippy::print_stdout)]
-fn join_child(dir: &Path, run: &str) {
+fn join_child(dir: &Path, run: &str, work: Duration) {
     let run_id = RunId::new(run).expect("run id");
     let started = Instant::now();
     let (kit, bus) = archived_run(dir, &run_id);
     let ctx = kit.begin_test(TestStarted::new("bench::joining"));
+    let working = Instant::now();
+    while working.elapsed() < work {
+        std::hint::spin_loop();
+    }
     ctx.observe(None, template());
     ctx.finish(TestOutcome::Passed).expect("finish");
     let elapsed = started.elapsed();
@@ -198,8 +208,8 @@ fn join_child(dir: &Path, run: &str) {
 }
 
 /// Microseconds each of `JOIN_RUNS` child processes took to join an archive of `tests` tests
-/// and end one of its own, sorted.
-fn joining(tests: usize) -> Vec<u64> {
+/// and end one of its own that works for `work`, sorted.
+fn joining(tests: usize, work: Duration) -> Vec<u64> {
     let dir = tempfile::tempdir().expect("temp dir");
     let run = format!("join-{tests}");
     let run_id = RunId::new(&run).expect("run id");
@@ -210,7 +220,12 @@ fn joining(tests: usize) -> Vec<u64> {
     let mut micros: Vec<u64> = (0..JOIN_RUNS)
         .map(|_| {
             let out = Command::new(&exe)
-                .args(["join", &dir.path().display().to_string(), &run])
+                .args([
+                    "join",
+                    &dir.path().display().to_string(),
+                    &run,
+                    &work.as_micros().to_string(),
+                ])
                 .output()
                 .expect("child");
             assert!(
@@ -233,10 +248,11 @@ fn joining(tests: usize) -> Vec<u64> {
 #[allow(clippy::print_stdout)]
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    if let [_, mode, dir, run] = args.as_slice()
+    if let [_, mode, dir, run, work] = args.as_slice()
         && mode == "join"
     {
-        join_child(Path::new(dir), run);
+        let work = Duration::from_micros(work.parse().expect("work in µs"));
+        join_child(Path::new(dir), run, work);
         return;
     }
     let total: usize = std::env::var("KIT_BENCH_EVENTS")
@@ -276,11 +292,20 @@ fn main() {
     println!(
         "a test in a process of its own (nextest), {JOIN_RUNS} processes: from its writer made to its end durable"
     );
-    for tests in [0, JOINED_TESTS] {
-        let micros = joining(tests);
+    for (tests, work) in [
+        (0, Duration::ZERO),
+        (JOINED_TESTS, Duration::ZERO),
+        (0, JOIN_WORK),
+    ] {
+        let micros = joining(tests, work);
+        let label = if work.is_zero() {
+            format!("joining an archive of {tests} tests")
+        } else {
+            format!("a test working {} ms, an empty archive", work.as_millis())
+        };
         println!(
             "{:<44} median {} µs (min {}, max {})",
-            format!("joining an archive of {tests} tests"),
+            label,
             micros[JOIN_RUNS / 2],
             micros[0],
             micros[JOIN_RUNS - 1]

@@ -655,6 +655,9 @@ fn sha256_hex(bytes: &[u8]) -> String {
 impl Collector for ArchiveWriter {
     fn on_event(&mut self, event: &Event) {
         self.write_event(event);
+        // On the dispatcher's thread, while the test that sent this runs: not on the test
+        // process's way to its first test, where the writer is made, nor at the test's end.
+        self.deflater.warm();
     }
 
     fn flush(&mut self) -> Result<(), CollectorError> {
