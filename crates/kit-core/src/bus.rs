@@ -395,7 +395,7 @@ impl Bus {
             queued = self.inner.wait_for_room();
         }
         let sent = self.inner.tx.send(Message::Event(event));
-        // Even a refused send nudges: a full queue is exactly when the dispatcher must run.
+        // Only a closed bus refuses the send, and a nudge then wakes nothing that minds.
         self.inner.nudge(queued + 1);
         if self.inner.spent.len() > SPENT_KEPT {
             self.inner.drop_spent(1);
