@@ -910,6 +910,48 @@ mod tests {
         assert_eq!(seen.load(Ordering::SeqCst), 10);
     }
 
+    /// Spends about a microsecond on every event, so that producers keep the queue full.
+    struct Busy;
+    impl Collector for Busy {
+        fn on_event(&mut self, _: &Event) {
+            let started = Instant::now();
+            while started.elapsed() < Duration::from_micros(1) {
+                std::hint::spin_loop();
+            }
+        }
+    }
+
+    /// Producers publishing at once go past the capacity by at most one message each (what
+    /// `BusBuilder::capacity` promises), however long they keep the queue full.
+    #[test]
+    fn producers_go_past_the_capacity_by_at_most_one_message_each() {
+        const CAPACITY: usize = 16;
+        const THREADS: usize = 8;
+        let bus = Bus::builder().capacity(CAPACITY).collector(Busy).start();
+        let producers: Vec<_> = (0..THREADS)
+            .map(|_| {
+                let bus = bus.clone();
+                thread::spawn(move || {
+                    let test = TestId::generate();
+                    for seq in 0..2_000 {
+                        bus.publish(event(test, seq)).unwrap();
+                    }
+                })
+            })
+            .collect();
+        let mut longest = 0;
+        while !producers.iter().all(|p| p.is_finished()) {
+            longest = longest.max(bus.inner.tx.len());
+        }
+        for producer in producers {
+            producer.join().unwrap();
+        }
+        assert!(longest >= CAPACITY / 2, "the queue never filled: {longest}");
+        assert!(longest < CAPACITY + THREADS, "{longest} messages queued");
+        bus.flush().unwrap();
+        assert_eq!(bus.stats().dispatched, (THREADS * 2_000) as u64);
+    }
+
     struct FlushCounter(Arc<AtomicU64>, Arc<AtomicU64>);
     impl Collector for FlushCounter {
         fn on_event(&mut self, _: &Event) {
