@@ -145,15 +145,18 @@ impl Layout {
 
     /// The layout of a file this module wrote, through its end record (see
     /// [`read_directory`]), giving each entry's name to `each_name` in order.
-    pub(crate) fn read(file: &File, len: u64, each_name: impl FnMut(&str)) -> Result<Self, DirectoryError> {
-        let mut each_name = each_name;
+    pub(crate) fn read(
+        file: &File,
+        len: u64,
+        mut each_name: impl FnMut(&str),
+    ) -> Result<Self, DirectoryError> {
         let end = read_end_record(file, len)?;
         let walked = walk_directory(file, &end, |entry| each_name(entry.name))?;
         Ok(Layout {
-            count: walked.count,
+            count: end.count,
             end_of_entries: walked.end_of_entries,
             records_len: walked.records_len,
-            in_file_at: Some(walked.directory_at),
+            in_file_at: Some(end.directory_at),
             held: Vec::new(),
         })
     }
@@ -542,7 +545,8 @@ pub(crate) fn tail(file: &File, len: u64) -> io::Result<Vec<u8>> {
     Ok(buf)
 }
 
-/// Reads `file` from `at` to `end` by position, leaving its cursor alone.
+/// Reads `file` from `at` to `end` by position (with `pread` where there is one, so leaving
+/// its cursor alone).
 struct ReadAt<'f> {
     file: &'f File,
     at: u64,
@@ -641,10 +645,8 @@ fn read_end_record(file: &File, len: u64) -> Result<EndRecord, DirectoryError> {
     })
 }
 
-/// What walking a directory found besides its entries.
+/// What walking a directory found besides its entries and what its end record says.
 struct Walked {
-    count: u64,
-    directory_at: u64,
     /// Bytes of the records (bytes after them, none in a file we wrote, are left out: new
     /// records go in their place).
     records_len: u64,
@@ -743,8 +745,6 @@ fn walk_directory(
         _ => cd_offset,
     };
     Ok(Walked {
-        count: end.count,
-        directory_at: cd_offset,
         records_len,
         end_of_entries,
     })
