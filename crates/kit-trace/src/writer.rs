@@ -758,6 +758,35 @@ mod tests {
         ctx.finish(TestOutcome::Passed).unwrap();
     }
 
+    /// A writer sets its compressor up on the dispatcher's thread once events come, before
+    /// any commit needs it, not when it is made on a test process's way to its first test.
+    #[test]
+    fn the_writers_compressor_is_set_up_at_its_first_event_not_when_it_is_made() {
+        let dir = tempfile::tempdir().unwrap();
+        let run_id = RunId::new("warm").unwrap();
+        let manifest = RunManifest::new(run_id.clone(), "cargo-test");
+        let writer = Arc::new(Mutex::new(ArchiveWriter::create(dir.path(), manifest).unwrap()));
+        assert!(!writer.lock().unwrap().deflater.is_set_up());
+        // No flush comes while the test looks: nothing is committed, nothing deflated.
+        let bus = Bus::builder()
+            .requested_flush_delay(Duration::from_secs(600))
+            .collector(Shared(Arc::clone(&writer)))
+            .start();
+        let host = KitBuilder::new(Configuration::new()).build().unwrap().host;
+        let run = KitRun::new(host, bus, run_id);
+        let ctx = run.begin_test(TestStarted::new("warms"));
+        let started = std::time::Instant::now();
+        while writer.lock().unwrap().stats().events == 0 {
+            assert!(started.elapsed() < Duration::from_secs(10), "the start never arrived");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let writer_now = writer.lock().unwrap();
+        assert_eq!(writer_now.stats().commits, 0);
+        assert!(writer_now.deflater.is_set_up());
+        drop(writer_now);
+        ctx.finish(TestOutcome::Passed).unwrap();
+    }
+
     #[test]
     fn the_writers_stats_count_its_commits_events_entries_and_repairs() {
         let dir = tempfile::tempdir().unwrap();

@@ -227,6 +227,12 @@ impl Deflater {
         self.compress();
     }
 
+    /// Whether the compressor is set up.
+    #[cfg(test)]
+    pub(crate) fn is_set_up(&self) -> bool {
+        self.compress.is_some()
+    }
+
     fn compress(&mut self) -> &mut Compress {
         let level = self.level;
         self.compress
