@@ -777,7 +777,10 @@ mod tests {
         let ctx = run.begin_test(TestStarted::new("warms"));
         let started = std::time::Instant::now();
         while writer.lock().unwrap().stats().events == 0 {
-            assert!(started.elapsed() < Duration::from_secs(10), "the start never arrived");
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "the start never arrived"
+            );
             std::thread::sleep(Duration::from_millis(1));
         }
         let writer_now = writer.lock().unwrap();
