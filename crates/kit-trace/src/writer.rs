@@ -472,10 +472,15 @@ impl ArchiveWriter {
         } else {
             let manifest_name = manifest_path(&self.manifest.run_id);
             let (layout, found, salvaged) = zipfile::load(file, len, |found: &mut Found, name| {
-                found.first_is_mimetype.get_or_insert(name == MIME_TYPE_ENTRY);
-                if let Some(sha) = format::blob_sha(name) {
-                    found.blobs.insert(sha.to_owned());
-                } else if name == manifest_name {
+                // Names as stored, unchecked: only a blob's is read as text.
+                found
+                    .first_is_mimetype
+                    .get_or_insert(name == MIME_TYPE_ENTRY.as_bytes());
+                if name.starts_with(b"blobs/") {
+                    if let Some(sha) = std::str::from_utf8(name).ok().and_then(format::blob_sha) {
+                        found.blobs.insert(sha.to_owned());
+                    }
+                } else if name == manifest_name.as_bytes() {
                     found.manifest = true;
                 }
             })
