@@ -1724,8 +1724,8 @@ mod tests {
     }
 
     /// Records longer than the walk's window, and records lying across its refills, read as
-    /// written: a comment as long as a record allows grows the window, and the records after
-    /// it are read from where it ends.
+    /// written: a comment as long as a record allows grows the window, even on the last record,
+    /// whose bytes end exactly where the directory does.
     #[test]
     fn records_longer_than_the_window_are_read_whole() {
         let dir = tempfile::tempdir().unwrap();
@@ -1737,12 +1737,12 @@ mod tests {
             dir.path(),
             |_, _| (),
             |records| {
-                comment_of(&mut records[0], 40_000);
-                comment_of(&mut records[1], u16::MAX);
-                comment_of(&mut records[2], 3);
+                comment_of(&mut records[0], 3);
+                comment_of(&mut records[1], 40_000);
+                comment_of(&mut records[2], u16::MAX);
             },
         );
-        // The second record is longer than the window, and begins 40 000 bytes into it.
+        // The last record is longer than the window, and begins some 40 000 bytes into it.
         assert!(CENTRAL_HEADER_LEN + 2 + usize::from(u16::MAX) > DIRECTORY_BUFFER);
         assert_eq!(names(&file), ["e0", "e1", "e2"]);
         let layout = reread(&file, len);
