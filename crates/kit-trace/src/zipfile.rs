@@ -1768,10 +1768,17 @@ mod tests {
         );
         let refused = read_directory(&file, len).unwrap_err();
         assert_eq!(refused.to_string(), "an entry name is not UTF-8");
-        let (mut layout, noted, salvaged) = load(&file, len, |noted: &mut Vec<Vec<u8>>, name| {
-            noted.push(name.to_vec());
-        })
-        .unwrap();
+        let noting = |file: &File| {
+            load(
+                file,
+                file.metadata().unwrap().len(),
+                |noted: &mut Vec<Vec<u8>>, name| {
+                    noted.push(name.to_vec());
+                },
+            )
+            .unwrap()
+        };
+        let (mut layout, noted, salvaged) = noting(&file);
         assert!(salvaged.is_none());
         assert_eq!(noted, [&b"e0"[..], b"e\xff", b"e2"]);
         append(
@@ -1782,14 +1789,7 @@ mod tests {
             Room::Spare,
         )
         .unwrap();
-        let (layout, noted, salvaged) = load(
-            &file,
-            file.metadata().unwrap().len(),
-            |noted: &mut Vec<Vec<u8>>, name| {
-                noted.push(name.to_vec());
-            },
-        )
-        .unwrap();
+        let (layout, noted, salvaged) = noting(&file);
         assert!(salvaged.is_none());
         assert_eq!(layout.count(), 4);
         assert_eq!(noted, [&b"e0"[..], b"e\xff", b"e2", b"e3"]);
