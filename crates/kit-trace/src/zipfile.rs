@@ -1695,16 +1695,29 @@ mod tests {
         edit_entries: impl FnOnce(&mut [u8], usize),
         edit: impl FnOnce(&mut Vec<Vec<u8>>),
     ) -> (File, u64) {
+        by_hand(dir, 3, edit_entries, edit)
+    }
+
+    /// [`with_records`] for `count` entries, named `e0`, `e1` and so on.
+    fn by_hand(
+        dir: &std::path::Path,
+        count: usize,
+        edit_entries: impl FnOnce(&mut [u8], usize),
+        edit: impl FnOnce(&mut Vec<Vec<u8>>),
+    ) -> (File, u64) {
         let path = dir.join("by-hand.zip");
         let (_keep, _, file, mut layout) = fresh("entries.zip");
-        let entries: Vec<_> = (0..3)
+        let entries: Vec<_> = (0..count)
             .map(|i| PreparedEntry::stored(format!("e{i}"), format!("entry {i}").into_bytes()))
             .collect();
         let len = append_to(&file, &mut layout, &entries);
         let mut bytes = vec![0u8; layout.end_of_entries as usize];
         read_exact_at(&file, 0, &mut bytes).unwrap();
         let directory = read_directory(&file, len).unwrap();
-        edit_entries(&mut bytes, directory.entries[2].local_header_offset as usize);
+        edit_entries(
+            &mut bytes,
+            directory.entries[count - 1].local_header_offset as usize,
+        );
         let mut records: Vec<Vec<u8>> = directory
             .entries
             .iter()
@@ -1718,9 +1731,15 @@ mod tests {
         let directory = records.concat();
         let directory_at = bytes.len() as u64;
         bytes.extend_from_slice(&directory);
-        write_end_records(&mut bytes, 3, directory.len() as u64, directory_at);
+        write_end_records(&mut bytes, count as u64, directory.len() as u64, directory_at);
         std::fs::write(&path, &bytes).unwrap();
         (open(&path), bytes.len() as u64)
+    }
+
+    /// Gives `record` a comment `len` bytes long.
+    fn comment(record: &mut Vec<u8>, len: u16) {
+        record[32..34].copy_from_slice(&len.to_le_bytes());
+        record.extend((0..len).map(|i| b'a' + (i % 26) as u8));
     }
 
     /// Records longer than the walk's window, and records lying across its refills, read as
@@ -1729,17 +1748,13 @@ mod tests {
     #[test]
     fn records_longer_than_the_window_are_read_whole() {
         let dir = tempfile::tempdir().unwrap();
-        let comment_of = |record: &mut Vec<u8>, len: u16| {
-            record[32..34].copy_from_slice(&len.to_le_bytes());
-            record.extend((0..len).map(|i| b'a' + (i % 26) as u8));
-        };
         let (file, len) = with_records(
             dir.path(),
             |_, _| (),
             |records| {
-                comment_of(&mut records[0], 3);
-                comment_of(&mut records[1], 40_000);
-                comment_of(&mut records[2], u16::MAX);
+                comment(&mut records[0], 3);
+                comment(&mut records[1], 40_000);
+                comment(&mut records[2], u16::MAX);
             },
         );
         // The last record is longer than the window, and begins some 40 000 bytes into it.
@@ -1793,6 +1808,45 @@ mod tests {
         assert!(salvaged.is_none());
         assert_eq!(layout.count(), 4);
         assert_eq!(noted, [&b"e0"[..], b"e\xff", b"e2", b"e3"]);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+        /// Records of any length, lying across the walk's window anywhere, read back as
+        /// written; and with bytes of the directory or its end records changed, the walk reads
+        /// or refuses the file, and a writer loads it or salvages it, without a panic.
+        #[test]
+        fn a_directory_is_walked_whole_and_damage_is_refused_not_panicked_on(
+            comments in proptest::collection::vec(proptest::prop_oneof![0u16..100, 0u16..=u16::MAX], 1..6),
+            changes in proptest::collection::vec((proptest::num::f64::ANY, proptest::num::u8::ANY), 0..4),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let (file, len) = by_hand(dir.path(), comments.len(), |_, _| (), |records| {
+                for (record, &len) in records.iter_mut().zip(&comments) {
+                    comment(record, len);
+                }
+            });
+            let written: Vec<String> = (0..comments.len()).map(|i| format!("e{i}")).collect();
+            proptest::prop_assert_eq!(names(&file), written.clone());
+            let directory_at = read_end_record(&file, len).unwrap().directory_at;
+            let mut bytes = std::fs::read(dir.path().join("by-hand.zip")).unwrap();
+            let span = (len - directory_at) as f64;
+            let last = bytes.len() - 1;
+            for (place, value) in &changes {
+                let at = directory_at as usize + (place.abs().fract() * span) as usize;
+                bytes[at.min(last)] = *value;
+            }
+            let path = dir.path().join("changed.zip");
+            std::fs::write(&path, &bytes).unwrap();
+            let changed = open(&path);
+            if let Ok(directory) = read_directory(&changed, len) {
+                proptest::prop_assert_eq!(directory.entries.len(), written.len());
+            }
+            let loaded = load(&changed, len, |count: &mut usize, _| *count += 1);
+            if let Ok((layout, count, _)) = loaded {
+                proptest::prop_assert_eq!(layout.count(), count as u64);
+            }
+        }
     }
 
     /// Positional writes put every part at its place, one after the other, however they are
