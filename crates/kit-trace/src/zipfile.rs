@@ -1880,15 +1880,7 @@ mod tests {
     #[test]
     fn a_record_with_a_comment_is_read_past_whole() {
         let dir = tempfile::tempdir().unwrap();
-        let (file, len) = with_records(
-            dir.path(),
-            |_, _| (),
-            |records| {
-                let first = &mut records[0];
-                first[32..34].copy_from_slice(&5u16.to_le_bytes());
-                first.extend_from_slice(b"hello");
-            },
-        );
+        let (file, len) = with_records(dir.path(), |_, _| (), |records| comment(&mut records[0], 5));
         assert_eq!(names(&file), ["e0", "e1", "e2"]);
         let layout = reread(&file, len);
         assert_eq!(
