@@ -1742,6 +1742,29 @@ mod tests {
         record.extend((0..len).map(|i| b'a' + (i % 26) as u8));
     }
 
+    /// The last entry's sizes said to follow its data (flag bit 3, which no writer of ours
+    /// sets): where its data ends cannot be told from its headers, so the next entry goes where
+    /// the directory begins, not after the room before it.
+    #[test]
+    fn after_an_entry_whose_sizes_follow_it_the_next_goes_where_the_directory_begins() {
+        let (_dir, path, file, mut layout) = fresh("a.zip");
+        let entries: Vec<_> = (0..3)
+            .map(|i| PreparedEntry::stored(format!("e{i}"), format!("entry {i}").into_bytes()))
+            .collect();
+        let len = append_to(&file, &mut layout, &entries);
+        let directory_at = layout.in_file_at.unwrap();
+        assert!(
+            reread(&file, len).end_of_entries < directory_at,
+            "room before the directory"
+        );
+        let mut bytes = std::fs::read(&path).unwrap();
+        let third = directory_at as usize + 2 * (CENTRAL_HEADER_LEN + 2);
+        assert_eq!(u32_at(&bytes, third), CENTRAL_HEADER_SIG);
+        bytes[third + 8] |= FLAG_DATA_DESCRIPTOR as u8;
+        std::fs::write(&path, &bytes).unwrap();
+        assert_eq!(reread(&file, len).end_of_entries, directory_at);
+    }
+
     /// Records longer than the walk's window, and records lying across its refills, read as
     /// written: a comment as long as a record allows grows the window, even on the last record,
     /// whose bytes end exactly where the directory does.
