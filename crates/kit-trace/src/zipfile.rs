@@ -1765,6 +1765,98 @@ mod tests {
         assert_eq!(reread(&file, len).end_of_entries, directory_at);
     }
 
+    /// End records that cannot describe a file of ours are refused, each with what is wrong,
+    /// and the smallest zip there is (an end record alone) is read as empty.
+    #[test]
+    fn hostile_end_records_are_refused_with_what_is_wrong() {
+        /// `before` bytes, then an end record of `count` records, `size` bytes of them at
+        /// `at`, with `edit` applied to it.
+        fn file_of(
+            dir: &std::path::Path,
+            before: &[u8],
+            (count, size, at): (u16, u32, u32),
+            edit: impl FnOnce(&mut [u8]),
+        ) -> (File, u64) {
+            let mut eocd = Vec::new();
+            eocd.extend_from_slice(&EOCD_SIG.to_le_bytes());
+            eocd.extend_from_slice(&[0; 4]); // this disk, the directory's disk
+            eocd.extend_from_slice(&count.to_le_bytes());
+            eocd.extend_from_slice(&count.to_le_bytes());
+            eocd.extend_from_slice(&size.to_le_bytes());
+            eocd.extend_from_slice(&at.to_le_bytes());
+            eocd.extend_from_slice(&[0; 2]); // comment length
+            edit(&mut eocd);
+            let bytes = [before, &eocd].concat();
+            let path = dir.join("hostile.zip");
+            std::fs::write(&path, &bytes).unwrap();
+            (open(&path), bytes.len() as u64)
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let refusal = |(file, len): (File, u64)| read_directory(&file, len).unwrap_err().to_string();
+
+        std::fs::write(dir.path().join("short.zip"), b"PK\x05\x06short").unwrap();
+        let short = open(&dir.path().join("short.zip"));
+        assert_eq!(refusal((short, 10)), "the file is shorter than a zip end record");
+
+        let (empty, len) = file_of(dir.path(), b"", (0, 0, 0), |_| ());
+        assert_eq!(len, EOCD_LEN);
+        assert_eq!(read_directory(&empty, len).unwrap().entries, []);
+
+        for disk_field in [4, 6] {
+            let file = file_of(dir.path(), b"", (0, 0, 0), |eocd| eocd[disk_field] = 1);
+            assert_eq!(refusal(file), "multi-disk archives are not supported");
+        }
+
+        for before in [0, 60, 75] {
+            // Shorter than an end record and the ZIP64 records before it (98 bytes).
+            let file = file_of(dir.path(), &vec![0u8; before], (0xFFFF, 0, 0), |_| ());
+            assert_eq!(refusal(file), "the ZIP64 end records are missing");
+        }
+        // Room for the ZIP64 records, but not them.
+        let room = [0u8; (ZIP64_LOCATOR_LEN + ZIP64_EOCD_LEN) as usize];
+        let file = file_of(dir.path(), &room, (0xFFFF, 0, 0), |_| ());
+        assert_eq!(refusal(file), "the ZIP64 locator is missing");
+
+        // Five records cannot fit in the 46 bytes before the end record.
+        let file = file_of(
+            dir.path(),
+            &[0u8; CENTRAL_HEADER_LEN],
+            (5, CENTRAL_HEADER_LEN as u32, 0),
+            |_| (),
+        );
+        assert_eq!(refusal(file), "the end record declares an impossible directory");
+        let file = file_of(
+            dir.path(),
+            &[0u8; CENTRAL_HEADER_LEN],
+            (1, CENTRAL_HEADER_LEN as u32, 1),
+            |_| (),
+        );
+        assert_eq!(
+            refusal(file),
+            "the central directory does not end where the end record begins"
+        );
+
+        // A directory of up to 1 GiB is read; a larger one is refused before any of it is.
+        // The files are sparse: nothing but the end record is written.
+        for (size, refused) in [
+            (MAX_DIRECTORY_BYTES, "a central directory record is damaged"),
+            (
+                MAX_DIRECTORY_BYTES + 1,
+                "the end record declares an impossible directory",
+            ),
+        ] {
+            let path = dir.path().join("sparse.zip");
+            let _ = std::fs::remove_file(&path);
+            let file = open(&path);
+            file.set_len(size).unwrap();
+            let mut eocd = Vec::new();
+            write_end_records(&mut eocd, 1, size, 0);
+            write_all_at(&file, size, &[&eocd]).unwrap();
+            let len = size + eocd.len() as u64;
+            assert_eq!(read_directory(&file, len).unwrap_err().to_string(), refused);
+        }
+    }
+
     /// Records longer than the walk's window, and records lying across its refills, read as
     /// written: a comment as long as a record allows grows the window, even on the last record,
     /// whose bytes end exactly where the directory does.
