@@ -1857,6 +1857,37 @@ mod tests {
         }
     }
 
+    /// Salvage keeps an entry larger than one read of it (64 KiB), and stops at one that
+    /// inflates to more than its header declares, even when the bytes it declares match their
+    /// CRC-32.
+    #[test]
+    fn salvage_keeps_long_entries_and_stops_at_one_longer_than_declared() {
+        let text: Vec<u8> = (0..100_000u32).map(|i| b'a' + (i % 23) as u8).collect();
+        let declared = 50_000;
+        let mut too_long = PreparedEntry::deflated("e2", &text, 6).unwrap();
+        assert_eq!(too_long.method, METHOD_DEFLATED);
+        too_long.uncompressed_size = declared as u64;
+        too_long.crc32 = crc32fast::hash(&text[..declared]);
+        let entries = [
+            PreparedEntry::stored("e0", b"entry 0".to_vec()),
+            PreparedEntry::stored("e1", text.clone()),
+            too_long,
+            PreparedEntry::stored("e3", b"entry 3".to_vec()),
+        ];
+        let (_dir, _, file, mut layout) = fresh("a.zip");
+        append_to(&file, &mut layout, &entries);
+        // Cut the directory off: only the local headers are left to go by.
+        let cut = layout.end_of_entries;
+        let salvaged = salvage(&file, cut).unwrap();
+        let names: Vec<_> = salvaged
+            .directory
+            .entries
+            .iter()
+            .map(|e| e.name.as_str())
+            .collect();
+        assert_eq!(names, ["e0", "e1"]);
+    }
+
     /// Records longer than the walk's window, and records lying across its refills, read as
     /// written: a comment as long as a record allows grows the window, even on the last record,
     /// whose bytes end exactly where the directory does.
