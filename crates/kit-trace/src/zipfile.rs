@@ -1817,24 +1817,25 @@ mod tests {
         let file = file_of(dir.path(), &room, (0xFFFF, 0, 0), |_| ());
         assert_eq!(refusal(file), "the ZIP64 locator is missing");
 
-        // Five records cannot fit in the 46 bytes before the end record.
-        let file = file_of(
-            dir.path(),
-            &[0u8; CENTRAL_HEADER_LEN],
-            (5, CENTRAL_HEADER_LEN as u32, 0),
-            |_| (),
-        );
-        assert_eq!(refusal(file), "the end record declares an impossible directory");
-        let file = file_of(
-            dir.path(),
-            &[0u8; CENTRAL_HEADER_LEN],
-            (1, CENTRAL_HEADER_LEN as u32, 1),
-            |_| (),
-        );
-        assert_eq!(
-            refusal(file),
-            "the central directory does not end where the end record begins"
-        );
+        // 46 bytes before the end record: five records cannot fit in them, and a directory
+        // said to start at the second of them runs into the end record.
+        for (count, at, refused) in [
+            (5, 0, "the end record declares an impossible directory"),
+            (
+                1,
+                1,
+                "the central directory does not end where the end record begins",
+            ),
+        ] {
+            let directory = [0u8; CENTRAL_HEADER_LEN];
+            let file = file_of(
+                dir.path(),
+                &directory,
+                (count, CENTRAL_HEADER_LEN as u32, at),
+                |_| (),
+            );
+            assert_eq!(refusal(file), refused);
+        }
 
         // A directory of up to 1 GiB is read; a larger one is refused before any of it is.
         // The files are sparse: nothing but the end record is written.
