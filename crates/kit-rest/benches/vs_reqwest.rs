@@ -16,6 +16,11 @@
 //! on its own runtime, where a client shared with other tests could not keep its
 //! connections; this row shows how much of the gap that isolation is.
 //!
+//! Off unless asked for (`KIT_BENCH_TRANSPORT=1`), another side that is not a baseline: raw
+//! reqwest with one client for all tests whose connections live on a transport thread, each
+//! request handed to it and back, which is how connections could outlive a test's runtime; it
+//! shows what that hand-over costs against the connection per test it saves.
+//!
 //! Scenarios: sequential; 32 in flight (32 tasks on the one runtime; kit tests finish on the
 //! blocking pool, as the runner finishes each test on its own thread); the 1 MiB page,
 //! sequential. Prints requests/s (median of the rounds), kit/raw, and the whole process's CPU
@@ -32,8 +37,8 @@
 //! API under test has: `KIT_BENCH_HANDLER_WAIT_MS` (waits, as on a database) and
 //! `KIT_BENCH_HANDLER_BUSY_US` (computes, holding the server's thread). To run
 //! one scenario (for a profiler): `KIT_BENCH_ONLY=sequential` (or `32`, `1 MiB`); one side
-//! only, with no table then: `KIT_BENCH_SIDE=raw`, `kit` or `per-test` (raw reqwest with a
-//! client per test). To keep the kit's archive for a look inside: `KIT_BENCH_KEEP=path`.
+//! only, with no table then: `KIT_BENCH_SIDE=raw`, `kit`, `per-test` (raw reqwest with a
+//! client per test) or `transport`. To keep the kit's archive for a look inside: `KIT_BENCH_KEEP=path`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, missing_docs)]
 
@@ -237,6 +242,62 @@ fn tls_config() -> rustls::ClientConfig {
         .dangerous()
         .with_custom_certificate_verifier(Arc::new(verifier))
         .with_no_client_auth()
+}
+
+/// Raw reqwest with its connections kept on a runtime of their own, on a thread of their own:
+/// one client for all tests, each request spawned onto that runtime and its body awaited from
+/// the calling one. It is how connections could outlive a `#[kit::test]`'s runtime (hyper runs
+/// a connection as a task on the runtime that opened it), so this side measures what the hand
+/// over to that thread and back costs against the connection per test it saves. Not a
+/// baseline; off unless `KIT_BENCH_TRANSPORT=1` (or `KIT_BENCH_SIDE=transport`). Cookies off:
+/// a kit built this way would keep each test's jar itself.
+struct TransportThread {
+    handle: tokio::runtime::Handle,
+    client: reqwest::Client,
+}
+
+/// The transport thread's name (its CPU time is counted as "other").
+const TRANSPORT_THREAD: &str = "transport";
+
+impl TransportThread {
+    fn start(tls: &rustls::ClientConfig) -> Self {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name(TRANSPORT_THREAD.into())
+            .spawn(move || {
+                let rt = runtime();
+                tx.send(rt.handle().clone()).unwrap();
+                rt.block_on(std::future::pending::<()>());
+            })
+            .unwrap();
+        Self {
+            handle: rx.recv().unwrap(),
+            client: reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .tls_backend_preconfigured(tls.clone())
+                .build()
+                .unwrap(),
+        }
+    }
+
+    /// `n` requests, as [`raw_requests`] makes them, each one sent and read on the transport
+    /// thread and parsed on the caller's.
+    async fn requests(&self, url: &str, n: usize) {
+        for i in 0..n {
+            let (client, url) = (self.client.clone(), format!("{url}/items/{i}"));
+            let bytes = self
+                .handle
+                .spawn(async move {
+                    let response = client.get(url).send().await.unwrap();
+                    assert_eq!(response.status(), reqwest::StatusCode::OK);
+                    response.bytes().await.unwrap()
+                })
+                .await
+                .unwrap();
+            let value: Value = serde_json::from_slice(&bytes).unwrap();
+            black_box(value);
+        }
+    }
 }
 
 async fn raw_page(client: &reqwest::Client, url: &str, n: usize) {
@@ -537,6 +598,10 @@ fn main() {
     let side = std::env::var("KIT_BENCH_SIDE").unwrap_or_default();
     let (raw_on, kit_on) = (side.is_empty() || side == "raw", side.is_empty() || side == "kit");
     let per_test_on = side.is_empty() || side == "per-test";
+    let transport = (side == "transport"
+        || (side.is_empty() && std::env::var_os("KIT_BENCH_TRANSPORT").is_some()))
+    .then(|| TransportThread::start(&tls));
+    let mut transport_times: Vec<Vec<Sample>> = vec![Vec::new(); 2];
     for _ in 0..rounds {
         if runs(0) {
             if raw_on {
@@ -547,6 +612,9 @@ fn main() {
             }
             if per_test_on {
                 per_test_times[0].push(timed(&rt, raw_tests(&tls, &url, n)));
+            }
+            if let Some(transport) = &transport {
+                transport_times[0].push(timed(&rt, transport.requests(&url, n)));
             }
         }
         if runs(1) {
@@ -566,6 +634,12 @@ fn main() {
             if per_test_on {
                 per_test_times[1].push(timed(&rt, async {
                     let tasks = (0..IN_FLIGHT).map(|_| raw_tests(&tls, &url, per_task));
+                    futures_util::future::join_all(tasks).await;
+                }));
+            }
+            if let Some(transport) = &transport {
+                transport_times[1].push(timed(&rt, async {
+                    let tasks = (0..IN_FLIGHT).map(|_| transport.requests(&url, per_task));
                     futures_util::future::join_all(tasks).await;
                 }));
             }
@@ -610,6 +684,7 @@ fn main() {
         "scenario", "raw req/s", "kit req/s", "kit/raw", "raw CPU µs/req", "kit CPU µs/req"
     );
     let mut per_test_rows = Vec::new();
+    let mut transport_rows = Vec::new();
     let mut round_rows = Vec::new();
     let mut thread_rows = Vec::new();
     for (i, scenario) in scenarios.iter().enumerate() {
@@ -633,10 +708,12 @@ fn main() {
         };
         let no_samples = Vec::new();
         let per_test_samples = per_test_times.get(i).unwrap_or(&no_samples);
+        let transport_samples = transport_times.get(i).unwrap_or(&no_samples);
         for (side, times) in [
             ("raw", &raw_times[i]),
             ("raw/test", per_test_samples),
             ("kit", &kit_times[i]),
+            ("thread", transport_samples),
         ] {
             if times.is_empty() {
                 continue;
@@ -661,7 +738,19 @@ fn main() {
             RoundRatios::of(&raw_times[i], &kit_times[i]),
             RoundRatios::of(per_test_samples, &kit_times[i])
         ));
+        let transport_rounds = [
+            RoundRatios::of(&raw_times[i], transport_samples),
+            RoundRatios::of(per_test_samples, transport_samples),
+        ];
         let (raw, raw_cpu) = rate(&mut raw_times[i]);
+        if let Some(times) = transport_times.get_mut(i).filter(|t| !t.is_empty()) {
+            let (rate, cpu) = rate(times);
+            let [of_raw, of_per_test] = &transport_rounds;
+            transport_rows.push(format!(
+                "{scenario:<14} {rate:>12.0} {:>8.3} {cpu:>10.1} {of_raw} {of_per_test}",
+                rate / raw
+            ));
+        }
         let (kit, kit_cpu) = rate(&mut kit_times[i]);
         if let Some(times) = per_test_times.get_mut(i).filter(|t| !t.is_empty()) {
             let (per_test, per_test_cpu) = rate(times);
@@ -708,6 +797,27 @@ fn main() {
             "scenario", "raw/test r/s", "kit req/s", "kit/that", "raw CPU µs/req", "kit CPU µs/req"
         );
         for row in per_test_rows {
+            println!("{row}");
+        }
+    }
+    if !transport_rows.is_empty() {
+        println!(
+            "not the baseline: raw reqwest with its connections on a transport thread (one client for all tests, each request handed to it and back; its CPU under \"other\"); its rate over raw reqwest's, round by round over raw reqwest's and over raw reqwest's with a client per test"
+        );
+        println!(
+            "{:<14} {:>12} {:>8} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+            "scenario",
+            "thread r/s",
+            "/raw",
+            "CPU µs/req",
+            "raw lo",
+            "raw med",
+            "raw hi",
+            "that lo",
+            "that med",
+            "that hi"
+        );
+        for row in transport_rows {
             println!("{row}");
         }
     }
