@@ -16,10 +16,12 @@
 //! on its own runtime, where a client shared with other tests could not keep its
 //! connections; this row shows how much of the gap that isolation is.
 //!
-//! Off unless asked for (`KIT_BENCH_TRANSPORT=1`), another side that is not a baseline: raw
+//! Off unless asked for, other transports, not baselines either: `KIT_BENCH_TRANSPORT=1`, raw
 //! reqwest with one client for all tests whose connections live on a transport thread, each
-//! request handed to it and back, which is how connections could outlive a test's runtime; it
-//! shows what that hand-over costs against the connection per test it saves.
+//! request handed to it and back, which is how connections could outlive a test's runtime (it
+//! shows what that hand-over costs against the connection per test it saves);
+//! `KIT_BENCH_HYPER=1`, hyper's HTTP/1 client without reqwest (it shows what reqwest's own
+//! layers cost a request, which a kit on a transport of its own would not pay).
 //!
 //! Scenarios: sequential; 32 in flight (32 tasks on the one runtime; kit tests finish on the
 //! blocking pool, as the runner finishes each test on its own thread); the 1 MiB page,
@@ -38,7 +40,7 @@
 //! `KIT_BENCH_HANDLER_BUSY_US` (computes, holding the server's thread). To run
 //! one scenario (for a profiler): `KIT_BENCH_ONLY=sequential` (or `32`, `1 MiB`); one side
 //! only, with no table then: `KIT_BENCH_SIDE=raw`, `kit`, `per-test` (raw reqwest with a
-//! client per test) or `transport`. To keep the kit's archive for a look inside: `KIT_BENCH_KEEP=path`.
+//! client per test), `transport` or `hyper`. To keep the kit's archive for a look inside: `KIT_BENCH_KEEP=path`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, missing_docs)]
 
@@ -298,6 +300,88 @@ impl TransportThread {
             black_box(value);
         }
     }
+}
+
+/// A transport measured beside the baselines, on request (`KIT_BENCH_TRANSPORT`,
+/// `KIT_BENCH_HYPER`): what a kit built on it would start from.
+enum Transport {
+    Thread(TransportThread),
+    Hyper,
+}
+
+impl Transport {
+    /// Its name in the tables.
+    fn name(&self) -> &'static str {
+        match self {
+            Transport::Thread(_) => "thread",
+            Transport::Hyper => "hyper",
+        }
+    }
+
+    /// What the tables say it is.
+    fn about(&self) -> &'static str {
+        match self {
+            Transport::Thread(_) => {
+                "raw reqwest with its connections on a transport thread (one client for all tests, each request handed to it and back; its CPU under \"other\")"
+            }
+            Transport::Hyper => "hyper's HTTP/1 client alone, without reqwest (a connection per task, kept)",
+        }
+    }
+
+    async fn requests(&self, url: &str, n: usize) {
+        match self {
+            Transport::Thread(thread) => thread.requests(url, n).await,
+            Transport::Hyper => hyper_requests(url, n).await,
+        }
+    }
+}
+
+/// An opt-in transport and its rounds, by scenario (sequential, 32 in flight).
+struct OtherSide {
+    transport: Transport,
+    times: [Vec<Sample>; 2],
+}
+
+impl OtherSide {
+    fn new(transport: Transport) -> Self {
+        Self {
+            transport,
+            times: [Vec::new(), Vec::new()],
+        }
+    }
+}
+
+/// hyper's HTTP/1 client alone, without reqwest: the connection opened once per call (a
+/// task, as raw reqwest's pool keeps one per task) and kept, each request checked and parsed
+/// as [`raw_get`] does. Not a baseline; off unless `KIT_BENCH_HYPER=1` (or
+/// `KIT_BENCH_SIDE=hyper`). It shows what reqwest's own layers cost a request, which a kit on
+/// a transport of its own would not pay, and which a raw reqwest baseline includes.
+async fn hyper_requests(url: &str, n: usize) {
+    use http_body_util::BodyExt;
+    type Empty = http_body_util::Empty<bytes::Bytes>;
+    let authority = url.trim_start_matches("http://").to_owned();
+    let stream = tokio::net::TcpStream::connect(&authority).await.unwrap();
+    // As reqwest sets it.
+    stream.set_nodelay(true).unwrap();
+    let (mut sender, conn) =
+        hyper::client::conn::http1::handshake::<_, Empty>(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .unwrap();
+    let conn = tokio::spawn(conn);
+    for i in 0..n {
+        let request = http::Request::get(format!("/items/{i}"))
+            .header(http::header::HOST, authority.as_str())
+            .body(http_body_util::Empty::new())
+            .unwrap();
+        sender.ready().await.unwrap();
+        let response = sender.send_request(request).await.unwrap();
+        assert_eq!(response.status(), http::StatusCode::OK);
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        let value: Value = serde_json::from_slice(&bytes).unwrap();
+        black_box(value);
+    }
+    drop(sender);
+    let _ = conn.await;
 }
 
 async fn raw_page(client: &reqwest::Client, url: &str, n: usize) {
@@ -598,10 +682,15 @@ fn main() {
     let side = std::env::var("KIT_BENCH_SIDE").unwrap_or_default();
     let (raw_on, kit_on) = (side.is_empty() || side == "raw", side.is_empty() || side == "kit");
     let per_test_on = side.is_empty() || side == "per-test";
-    let transport = (side == "transport"
-        || (side.is_empty() && std::env::var_os("KIT_BENCH_TRANSPORT").is_some()))
-    .then(|| TransportThread::start(&tls));
-    let mut transport_times: Vec<Vec<Sample>> = vec![Vec::new(); 2];
+    let asked = |name: &str, var: &str| side == name || (side.is_empty() && std::env::var_os(var).is_some());
+    // Samples of the opt-in sides, by scenario (sequential, 32 in flight).
+    let mut others = Vec::new();
+    if asked("transport", "KIT_BENCH_TRANSPORT") {
+        others.push(OtherSide::new(Transport::Thread(TransportThread::start(&tls))));
+    }
+    if asked("hyper", "KIT_BENCH_HYPER") {
+        others.push(OtherSide::new(Transport::Hyper));
+    }
     for _ in 0..rounds {
         if runs(0) {
             if raw_on {
@@ -613,8 +702,8 @@ fn main() {
             if per_test_on {
                 per_test_times[0].push(timed(&rt, raw_tests(&tls, &url, n)));
             }
-            if let Some(transport) = &transport {
-                transport_times[0].push(timed(&rt, transport.requests(&url, n)));
+            for OtherSide { transport, times } in &mut others {
+                times[0].push(timed(&rt, transport.requests(&url, n)));
             }
         }
         if runs(1) {
@@ -637,8 +726,8 @@ fn main() {
                     futures_util::future::join_all(tasks).await;
                 }));
             }
-            if let Some(transport) = &transport {
-                transport_times[1].push(timed(&rt, async {
+            for OtherSide { transport, times } in &mut others {
+                times[1].push(timed(&rt, async {
                     let tasks = (0..IN_FLIGHT).map(|_| transport.requests(&url, per_task));
                     futures_util::future::join_all(tasks).await;
                 }));
@@ -684,7 +773,7 @@ fn main() {
         "scenario", "raw req/s", "kit req/s", "kit/raw", "raw CPU µs/req", "kit CPU µs/req"
     );
     let mut per_test_rows = Vec::new();
-    let mut transport_rows = Vec::new();
+    let mut other_rows = Vec::new();
     let mut round_rows = Vec::new();
     let mut thread_rows = Vec::new();
     for (i, scenario) in scenarios.iter().enumerate() {
@@ -708,13 +797,17 @@ fn main() {
         };
         let no_samples = Vec::new();
         let per_test_samples = per_test_times.get(i).unwrap_or(&no_samples);
-        let transport_samples = transport_times.get(i).unwrap_or(&no_samples);
+        let other_samples = others
+            .iter()
+            .map(|o| (o.transport.name(), o.times.get(i).unwrap_or(&no_samples)));
         for (side, times) in [
             ("raw", &raw_times[i]),
             ("raw/test", per_test_samples),
             ("kit", &kit_times[i]),
-            ("thread", transport_samples),
-        ] {
+        ]
+        .into_iter()
+        .chain(other_samples)
+        {
             if times.is_empty() {
                 continue;
             }
@@ -738,18 +831,28 @@ fn main() {
             RoundRatios::of(&raw_times[i], &kit_times[i]),
             RoundRatios::of(per_test_samples, &kit_times[i])
         ));
-        let transport_rounds = [
-            RoundRatios::of(&raw_times[i], transport_samples),
-            RoundRatios::of(per_test_samples, transport_samples),
-        ];
+        // The opt-in sides' rounds over raw reqwest's and over raw reqwest's with a client per
+        // test, paired before `rate` sorts any of them.
+        let other_rounds: Vec<_> = others
+            .iter()
+            .map(|o| {
+                let times = o.times.get(i).unwrap_or(&no_samples);
+                (
+                    RoundRatios::of(&raw_times[i], times),
+                    RoundRatios::of(per_test_samples, times),
+                )
+            })
+            .collect();
         let (raw, raw_cpu) = rate(&mut raw_times[i]);
-        if let Some(times) = transport_times.get_mut(i).filter(|t| !t.is_empty()) {
-            let (rate, cpu) = rate(times);
-            let [of_raw, of_per_test] = &transport_rounds;
-            transport_rows.push(format!(
-                "{scenario:<14} {rate:>12.0} {:>8.3} {cpu:>10.1} {of_raw} {of_per_test}",
-                rate / raw
-            ));
+        for (other, (of_raw, of_per_test)) in others.iter_mut().zip(&other_rounds) {
+            if let Some(times) = other.times.get_mut(i).filter(|t| !t.is_empty()) {
+                let (rate, cpu) = rate(times);
+                other_rows.push(format!(
+                    "{scenario:<14} {:<8} {rate:>10.0} {:>8.3} {cpu:>10.1} {of_raw} {of_per_test}",
+                    other.transport.name(),
+                    rate / raw
+                ));
+            }
         }
         let (kit, kit_cpu) = rate(&mut kit_times[i]);
         if let Some(times) = per_test_times.get_mut(i).filter(|t| !t.is_empty()) {
@@ -800,14 +903,19 @@ fn main() {
             println!("{row}");
         }
     }
-    if !transport_rows.is_empty() {
+    if !other_rows.is_empty() {
+        println!("not baselines, asked for: other transports");
+        for other in &others {
+            println!("  {}: {}", other.transport.name(), other.transport.about());
+        }
         println!(
-            "not the baseline: raw reqwest with its connections on a transport thread (one client for all tests, each request handed to it and back; its CPU under \"other\"); its rate over raw reqwest's, round by round over raw reqwest's and over raw reqwest's with a client per test"
+            "their rate over raw reqwest's (median rounds), CPU per request, and round by round over raw reqwest's and over raw reqwest's with a client per test"
         );
         println!(
-            "{:<14} {:>12} {:>8} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+            "{:<14} {:<8} {:>10} {:>8} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
             "scenario",
-            "thread r/s",
+            "side",
+            "req/s",
             "/raw",
             "CPU µs/req",
             "raw lo",
@@ -817,7 +925,7 @@ fn main() {
             "that med",
             "that hi"
         );
-        for row in transport_rows {
+        for row in other_rows {
             println!("{row}");
         }
     }
