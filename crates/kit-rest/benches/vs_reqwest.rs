@@ -40,7 +40,8 @@
 //! `KIT_BENCH_HANDLER_BUSY_US` (computes, holding the server's thread). To run
 //! one scenario (for a profiler): `KIT_BENCH_ONLY=sequential` (or `32`, `1 MiB`); one side
 //! only, with no table then: `KIT_BENCH_SIDE=raw`, `kit`, `per-test` (raw reqwest with a
-//! client per test), `transport` or `hyper`. To keep the kit's archive for a look inside: `KIT_BENCH_KEEP=path`.
+//! client per test), `transport` or `hyper`. To keep the kit's archive for a look inside:
+//! `KIT_BENCH_KEEP=path`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, missing_docs)]
 
@@ -249,8 +250,8 @@ fn tls_config() -> rustls::ClientConfig {
 /// Raw reqwest with its connections kept on a runtime of their own, on a thread of their own:
 /// one client for all tests, each request spawned onto that runtime and its body awaited from
 /// the calling one. It is how connections could outlive a `#[kit::test]`'s runtime (hyper runs
-/// a connection as a task on the runtime that opened it), so this side measures what the hand
-/// over to that thread and back costs against the connection per test it saves. Not a
+/// a connection as a task on the runtime that opened it), so this side measures what handing
+/// each request to that thread and back costs against the connection per test it saves. Not a
 /// baseline; off unless `KIT_BENCH_TRANSPORT=1` (or `KIT_BENCH_SIDE=transport`). Cookies off:
 /// a kit built this way would keep each test's jar itself.
 struct TransportThread {
