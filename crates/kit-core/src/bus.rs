@@ -14,8 +14,9 @@
 //! The dispatcher is not woken for every event: a futex wake per event cost a producer more than
 //! the rest of its send, and on a two-core machine woke a thread that competed with the test and
 //! its server for the CPU. While events are flowing the dispatcher naps between
-//! batches: 100 µs while each nap finds events, longer (up to 1.6 ms) while they come sparsely,
-//! since on a virtual machine a timer wake-up costs tens of microseconds of CPU. Producers wake
+//! batches: 100 µs while each nap finds events coming densely, longer (up to 1.6 ms) while the
+//! queue stays empty, and as long as the nap that found them while they come sparsely, since on
+//! a virtual machine a timer wake-up costs tens of microseconds of CPU. Producers wake
 //! it only when the queue passes an eighth of its capacity, when it has gone to sleep for good
 //! after a quiet spell, or for a flush, registration or shutdown.
 //!
@@ -80,7 +81,8 @@ pub struct BusStats {
 const NAP: Duration = Duration::from_micros(100);
 
 /// The longest nap. Each nap that ends with the queue still empty makes the next one four
-/// times as long, up to this: events that come sparsely (requests to an API that takes a
+/// times as long, up to this, and a nap that finds events coming sparsely is taken again (see
+/// [`level_after_finding`]): events that come sparsely (requests to an API that takes a
 /// millisecond to answer) are picked up a few at a time, not by ten timer wake-ups a request.
 /// With 100 µs naps throughout, the dispatcher spent about 250 µs of CPU per such request,
 /// more than the request itself. A flush still wakes the dispatcher at once, so no test's end
@@ -91,10 +93,11 @@ const LONGEST_NAP: Duration = Duration::from_micros(1_600);
 /// not tick.
 const QUIET_BEFORE_SLEEP: Duration = Duration::from_millis(20);
 
-/// The nap after `empty_naps` empty ones in a row.
-fn nap_after(empty_naps: u32) -> Duration {
+/// The nap at `level`: the shortest at 0, four times as long at each level above, up to the
+/// longest.
+fn nap_after(level: u32) -> Duration {
     // Past 8 the nap is long past the longest: the shift stays in range.
-    NAP.saturating_mul(1 << (2 * empty_naps.min(8))).min(LONGEST_NAP)
+    NAP.saturating_mul(1 << (2 * level.min(8))).min(LONGEST_NAP)
 }
 
 /// The most messages already queued behind a flush someone waits for that join it (see
@@ -574,11 +577,13 @@ fn next_message(
     loop {
         let now = Instant::now();
         if due.is_some_and(|due| now >= due) {
+            quiet.found = quiet.found.saturating_add(1);
             return Some(Message::FlushDue);
         }
         match rx.try_recv() {
             Ok(message) => {
-                *quiet = Quiet::default();
+                quiet.since = None;
+                quiet.found = quiet.found.saturating_add(1);
                 return Some(message);
             }
             Err(TryRecvError::Disconnected) => return None,
@@ -586,11 +591,10 @@ fn next_message(
                 if due.is_some() || quiet.since.is_none_or(|since| now - since < QUIET_BEFORE_SLEEP) =>
             {
                 quiet.since.get_or_insert(now);
-                let mut nap = nap_after(quiet.empty_naps);
+                let mut nap = quiet.next_nap(now);
                 if let Some(due) = due {
                     nap = nap.min(due - now);
                 }
-                quiet.empty_naps = quiet.empty_naps.saturating_add(1);
                 thread::park_timeout(nap);
             }
             Err(TryRecvError::Empty) => {
@@ -611,11 +615,52 @@ fn next_message(
     }
 }
 
-/// How long the dispatcher has found the queue empty, and how many naps it took meanwhile.
+/// How long the dispatcher has found the queue empty, and how long its naps are.
 #[derive(Default)]
 struct Quiet {
+    /// When the queue was found empty with no message taken since.
     since: Option<Instant>,
-    empty_naps: u32,
+    /// The next nap's length, as an exponent of [`nap_after`].
+    level: u32,
+    /// The last nap: when it began, and its level.
+    napped: Option<(Instant, u32)>,
+    /// Messages taken since the last nap ended.
+    found: u32,
+}
+
+impl Quiet {
+    /// The nap to take now that the queue is empty, and the bookkeeping of taking it.
+    fn next_nap(&mut self, now: Instant) -> Duration {
+        if self.found > 0 {
+            self.level = match self.napped {
+                Some((began, level)) => level_after_finding(level, self.found, now - began),
+                None => 0,
+            };
+            self.found = 0;
+        }
+        let level = self.level;
+        self.napped = Some((now, level));
+        // Empty when it ends, the next nap is longer.
+        self.level = level.saturating_add(1);
+        nap_after(level)
+    }
+}
+
+/// A flow slower than one message in this long is sparse: its naps stay long.
+const SPARSE_GAP: Duration = Duration::from_micros(50);
+
+/// The level of the nap after one of `level` that began `elapsed` ago ended with `found`
+/// messages queued. A dense flow naps briefly again, so that a test's end, which waits for
+/// everything queued before it, finds little queued. A sparse one (requests to an API that
+/// takes a millisecond to answer) keeps the nap that found it: going back to the shortest and
+/// growing again cost two empty timer wake-ups a request, each tens of microseconds of CPU on
+/// a virtual machine, and the few messages a long nap leaves queued cost a test's end little.
+fn level_after_finding(level: u32, found: u32, elapsed: Duration) -> u32 {
+    if elapsed >= SPARSE_GAP.saturating_mul(found) {
+        level
+    } else {
+        0
+    }
 }
 
 /// Which flush a group of waiters gets.
@@ -1064,6 +1109,55 @@ mod tests {
         assert!(naps.windows(2).all(|w| w[1] >= w[0]), "{naps:?}");
         assert_eq!(naps[7], LONGEST_NAP);
         assert_eq!(nap_after(u32::MAX), LONGEST_NAP);
+    }
+
+    /// The naps a dispatcher takes, by the messages each one ends with: `(found, elapsed)`,
+    /// the messages taken after a nap and how long after its start the queue was empty again.
+    fn naps(steps: &[(u32, Duration)]) -> Vec<Duration> {
+        let start = Instant::now();
+        let mut now = start;
+        let mut quiet = Quiet::default();
+        let mut taken = vec![quiet.next_nap(now)];
+        for &(found, elapsed) in steps {
+            quiet.found = found;
+            now += elapsed;
+            taken.push(quiet.next_nap(now));
+        }
+        taken
+    }
+
+    /// Empty naps grow; a nap that finds a dense flow sends the next one back to the shortest.
+    #[test]
+    fn a_dense_flow_brings_the_naps_back_to_the_shortest() {
+        let nap = |n: u64| Duration::from_micros(n);
+        assert_eq!(
+            naps(&[(0, nap(100)), (0, nap(400)), (40, nap(1_700)), (9, nap(130))]),
+            [nap(100), nap(400), nap(1_600), nap(100), nap(100)],
+        );
+    }
+
+    /// Requests to an API that takes a millisecond: each long nap finds one request's dozen
+    /// events. The naps stay long instead of starting again from the shortest, which cost two
+    /// empty wake-ups a request.
+    #[test]
+    fn a_sparse_flow_keeps_the_nap_that_found_it() {
+        let nap = |n: u64| Duration::from_micros(n);
+        assert_eq!(
+            naps(&[
+                (0, nap(100)),
+                (0, nap(400)),
+                (13, nap(1_650)),
+                (13, nap(1_650)),
+                (0, nap(1_600))
+            ]),
+            [nap(100), nap(400), nap(1_600), nap(1_600), nap(1_600), nap(1_600)],
+        );
+        // A flush ending a long nap early, with a few events: still sparse.
+        assert_eq!(level_after_finding(2, 14, nap(800)), 2);
+        // The same nap ended by a producer's nudge, a full queue: dense.
+        assert_eq!(level_after_finding(2, 1_024, nap(800)), 0);
+        // A nap of the shortest finding next to nothing stays the shortest.
+        assert_eq!(level_after_finding(0, 1, nap(100)), 0);
     }
 
     /// After a quiet spell the dispatcher sleeps without a timeout; an event sent then must
