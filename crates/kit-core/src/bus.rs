@@ -87,7 +87,9 @@ const NAP: Duration = Duration::from_micros(100);
 /// With 100 µs naps throughout, the dispatcher spent about 250 µs of CPU per such request,
 /// more than the request itself; with naps kept at up to 1.6 ms, 60–80 µs, and at up to
 /// 6.4 ms, 38–40 µs (issue 9's fortieth stop). A flush still wakes the dispatcher at once, so
-/// no test's end waits for a nap, and a producer wakes it when the queue fills.
+/// no test's end waits for a nap, and a producer wakes it when the queue fills. The price: a
+/// burst after a sparse spell may queue up to one longest nap of events first, and a test's
+/// end in that moment waits for them once.
 const LONGEST_NAP: Duration = Duration::from_micros(6_400);
 
 /// Quiet after which the dispatcher sleeps until a producer wakes it, so an idle process does
