@@ -623,9 +623,7 @@ fn next_message(
 struct Quiet {
     /// When the queue was found empty with no message taken since.
     since: Option<Instant>,
-    /// The next nap's length, as an exponent of [`nap_after`].
-    level: u32,
-    /// The last nap: when it began, and its level.
+    /// The last nap: when it began, and its level (an exponent of [`nap_after`]).
     napped: Option<(Instant, u32)>,
     /// Messages taken since the last nap ended.
     found: u32,
@@ -634,17 +632,14 @@ struct Quiet {
 impl Quiet {
     /// The nap to take now that the queue is empty, and the bookkeeping of taking it.
     fn next_nap(&mut self, now: Instant) -> Duration {
-        if self.found > 0 {
-            self.level = match self.napped {
-                Some((began, level)) => level_after_finding(level, self.found, now - began),
-                None => 0,
-            };
-            self.found = 0;
-        }
-        let level = self.level;
+        let level = match self.napped {
+            None => 0,
+            Some((began, level)) if self.found > 0 => level_after_finding(level, self.found, now - began),
+            // It ended with the queue still empty: the next is longer.
+            Some((_, level)) => level.saturating_add(1),
+        };
+        self.found = 0;
         self.napped = Some((now, level));
-        // Empty when it ends, the next nap is longer.
-        self.level = level.saturating_add(1);
         nap_after(level)
     }
 }
@@ -1117,8 +1112,7 @@ mod tests {
     /// The naps a dispatcher takes, by the messages each one ends with: `(found, elapsed)`,
     /// the messages taken after a nap and how long after its start the queue was empty again.
     fn naps(steps: &[(u32, Duration)]) -> Vec<Duration> {
-        let start = Instant::now();
-        let mut now = start;
+        let mut now = Instant::now();
         let mut quiet = Quiet::default();
         let mut taken = vec![quiet.next_nap(now)];
         for &(found, elapsed) in steps {
