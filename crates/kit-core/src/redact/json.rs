@@ -50,6 +50,9 @@ struct Scanner<'a> {
     pos: usize,
     out: String,
     copied: usize,
+    /// Sensitive members' objects and arrays open around the position: their whole values are
+    /// replaced when they end, so a sensitive member inside one writes nothing of its own.
+    redacting: usize,
 }
 
 impl<'a> Scanner<'a> {
@@ -195,6 +198,7 @@ pub(crate) fn redact_json<'t>(
         pos: 0,
         out: String::new(),
         copied: 0,
+        redacting: 0,
     };
     let mut stack: Vec<Frame> = Vec::new();
     // Set when the next value is a sensitive member's.
@@ -212,6 +216,9 @@ pub(crate) fn redact_json<'t>(
             let redact = std::mem::take(&mut sensitive_next);
             if redact && let Some(Frame::Object { redact_from, .. }) = stack.last_mut() {
                 *redact_from = Some(value_start);
+                if matches!(s.bytes.get(s.pos), Some(b'{' | b'[')) {
+                    s.redacting += 1;
+                }
             }
             match s.bytes.get(s.pos) {
                 Some(b'{') => {
@@ -333,6 +340,16 @@ fn complete_value(s: &mut Scanner<'_>, stack: &mut [Frame]) {
     match stack.last_mut() {
         Some(Frame::Object { redact_from, state }) => {
             if let Some(from) = redact_from.take() {
+                if matches!(s.bytes[from], b'{' | b'[') {
+                    s.redacting -= 1;
+                }
+                if s.redacting > 0 {
+                    // Inside a sensitive member's object or array, replaced whole when it
+                    // ends. Replacing this value now would write out the text of that one
+                    // before it.
+                    *state = ObjectState::CommaOrEnd;
+                    return;
+                }
                 if s.out.capacity() == 0 {
                     s.out.reserve(s.text.len());
                 }

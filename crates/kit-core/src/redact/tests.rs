@@ -126,6 +126,41 @@ fn rule_4_json_properties_at_any_depth_with_duplicate_keys_keep_the_document() {
     );
 }
 
+/// A sensitive member inside a sensitive member's object or array: the outer value is replaced
+/// whole, once. The inner replacement used to write out the outer value's text before it, then
+/// the outer one sliced the text backwards and panicked, on a body as common as a sign-in
+/// response (found by the fuzz target `sanitizer`).
+#[test]
+fn rule_4_a_sensitive_member_inside_another_is_redacted_with_it() {
+    let s = sanitizer();
+    // A sign-in response as many APIs shape it.
+    let body = br#"{"token":{"access_token":"at-1234567","refresh_token":"rt-1234567","expires_in":3600}}"#;
+    assert_eq!(
+        s.body(Some("application/json"), body),
+        r#"{"token":"[REDACTED]"}"#
+    );
+    let body = r#"{"a":{"password":{"user":"bob","password":"inner-secret","n":1},"token":[{"secret":"second-secret"},[{"api_key":3}]],"keep":"k"}}"#;
+    assert_eq!(
+        s.body(Some("application/json"), body.as_bytes()),
+        r#"{"a":{"password":"[REDACTED]","token":"[REDACTED]","keep":"k"}}"#
+    );
+    // What the inner members held is still remembered, and redacted by value elsewhere.
+    assert_eq!(
+        s.text("inner-secret second-secret at-1234567"),
+        "[REDACTED] [REDACTED] [REDACTED]"
+    );
+    // Nested many times over, and the outer value empty.
+    let deep = format!("{}\"x\"{}", r#"{"password":"#.repeat(500), "}".repeat(500));
+    assert_eq!(
+        s.body(Some("application/json"), deep.as_bytes()),
+        r#"{"password":"[REDACTED]"}"#
+    );
+    assert_eq!(
+        s.body(Some("application/json"), br#"{"token":[]}"#),
+        r#"{"token":"[REDACTED]"}"#
+    );
+}
+
 /// Escaped strings keep a body a JSON document, so its sensitive members are redacted whole,
 /// numbers included, which the text fallback (quoted strings only) would not do; a name
 /// written as a surrogate pair is the character the pair makes.
