@@ -7,15 +7,64 @@ fn local(name: &str) -> &str {
     name.rsplit_once(':').map_or(name, |(_, l)| l)
 }
 
-/// Redacts the text of elements with sensitive names and the values of sensitive attributes.
-/// Tolerant: malformed markup is copied as it is, never rejected.
+/// How many open elements an end tag looks through for its own: well-formed markup closes
+/// the innermost, and a hostile body of many open elements and many end tags that match none
+/// would otherwise cost time quadratic in its size.
+const END_TAG_REACH: usize = 64;
+
+/// The elements open at a point of a document, innermost last, each by its local name and
+/// whether that name is sensitive.
+#[derive(Default)]
+struct OpenElements<'t> {
+    open: Vec<(&'t str, bool)>,
+    /// How many of them have sensitive names: all text inside one is redacted.
+    sensitive: usize,
+}
+
+impl<'t> OpenElements<'t> {
+    fn start(&mut self, name: &'t str, sensitive: bool) {
+        self.open.push((name, sensitive));
+        self.sensitive += usize::from(sensitive);
+    }
+
+    /// Closes the innermost element named `name` and every element opened inside it (left
+    /// unclosed); an end tag that closes nothing open is ignored. It looks no further than
+    /// [`END_TAG_REACH`] elements out.
+    fn end(&mut self, name: &str) {
+        let from = self.open.len().saturating_sub(END_TAG_REACH);
+        let found = self.open[from..].iter().rposition(|(open, _)| *open == name);
+        if let Some(at) = found.map(|at| from + at) {
+            self.sensitive -= self.open[at..].iter().filter(|(_, s)| *s).count();
+            self.open.truncate(at);
+        }
+    }
+
+    /// Writes text found between tags here: as it is, or redacted inside an element with a
+    /// sensitive name. Text that belongs to a sensitive element itself, not to an element
+    /// inside one, is remembered as a secret, as a sensitive JSON member's scalar is.
+    fn text(&self, out: &mut String, content: &str, found: &mut dyn FnMut(&str)) {
+        if self.sensitive == 0 || content.trim().is_empty() {
+            out.push_str(content);
+            return;
+        }
+        if self.open.last().is_some_and(|(_, sensitive)| *sensitive) {
+            found(content.trim());
+        }
+        out.push_str(REDACTED);
+    }
+}
+
+/// Redacts the text of elements with sensitive names, with everything inside them, and the
+/// values of sensitive attributes. Tolerant: malformed markup is copied as it is, never
+/// rejected (an element never closed redacts the text to the document's end).
 pub(crate) fn redact_xml(text: &str, rules: &Rules, found: &mut dyn FnMut(&str)) -> String {
     let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len());
+    let mut elements = OpenElements::default();
     let mut i = 0;
     while let Some(offset) = text[i..].find('<') {
         let lt = i + offset;
-        out.push_str(&text[i..lt]);
+        elements.text(&mut out, &text[i..lt], found);
         let rest = &text[lt..];
         let skip_to = |marker: &str| rest.find(marker).map_or(text.len(), |e| lt + e + marker.len());
         if rest.starts_with("<!--") {
@@ -24,13 +73,29 @@ pub(crate) fn redact_xml(text: &str, rules: &Rules, found: &mut dyn FnMut(&str))
             i = end;
             continue;
         }
-        if rest.starts_with("<![CDATA[") {
-            let end = skip_to("]]>");
+        if let Some(cdata) = rest.strip_prefix("<![CDATA[") {
+            let content_end = cdata
+                .find("]]>")
+                .map_or(text.len(), |e| lt + "<![CDATA[".len() + e);
+            out.push_str("<![CDATA[");
+            elements.text(&mut out, &text[lt + "<![CDATA[".len()..content_end], found);
+            if content_end < text.len() {
+                out.push_str("]]>");
+            }
+            i = (content_end + "]]>".len()).min(text.len());
+            continue;
+        }
+        if let Some(end_tag) = rest.strip_prefix("</") {
+            let name_len = end_tag
+                .find(|c: char| c.is_ascii_whitespace() || c == '>')
+                .unwrap_or(end_tag.len());
+            elements.end(local(&end_tag[..name_len]));
+            let end = skip_to(">");
             out.push_str(&text[lt..end]);
             i = end;
             continue;
         }
-        if rest.starts_with("<?") || rest.starts_with("<!") || rest.starts_with("</") {
+        if rest.starts_with("<?") || rest.starts_with("<!") {
             let end = skip_to(">");
             out.push_str(&text[lt..end]);
             i = end;
@@ -118,33 +183,11 @@ pub(crate) fn redact_xml(text: &str, rules: &Rules, found: &mut dyn FnMut(&str))
             j = (value_end + 1).min(text.len());
         }
         i = j;
-        if !closed || self_closing || !rules.is_sensitive_json_property(local(name)) {
-            continue;
-        }
-        // A sensitive element: its text (or CDATA) up to the next tag.
-        if text[i..].starts_with("<![CDATA[") {
-            let content_start = i + "<![CDATA[".len();
-            let content_end = text[content_start..]
-                .find("]]>")
-                .map_or(text.len(), |e| content_start + e);
-            found(&text[content_start..content_end]);
-            out.push_str("<![CDATA[");
-            out.push_str(REDACTED);
-            if content_end < text.len() {
-                out.push_str("]]>");
-            }
-            i = (content_end + 3).min(text.len());
-        } else {
-            let end = text[i..].find('<').map_or(text.len(), |e| i + e);
-            let content = &text[i..end];
-            if !content.trim().is_empty() {
-                found(content.trim());
-                out.push_str(REDACTED);
-                i = end;
-            }
+        if closed && !self_closing {
+            elements.start(local(name), rules.is_sensitive_json_property(local(name)));
         }
     }
-    out.push_str(&text[i..]);
+    elements.text(&mut out, &text[i..], found);
     out
 }
 

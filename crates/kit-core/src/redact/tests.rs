@@ -291,6 +291,42 @@ fn rule_5_an_xml_document_is_redacted_by_element_and_attribute() {
     );
 }
 
+/// A sensitive element's text is all the text inside it, its children's too, as JSON redacts a
+/// sensitive member's object whole. Only the text that is the element's own is remembered as a
+/// secret, so a child's plain value (an expiry) is not redacted everywhere else.
+#[test]
+fn rule_5_xml_redacts_everything_inside_a_sensitive_element() {
+    let s = sanitizer();
+    let body = "<r><token><value>nested-xml-value</value><expires>3600</expires></token>\
+<ns:password>mixed-1-secret<b>child-secret</b>mixed-2-secret</ns:password><name>Ada</name>\
+<secret><inner><![CDATA[cdata-child-secret]]></inner><br></secret><after>kept</after></r>";
+    assert_eq!(
+        s.body(Some("application/xml"), body.as_bytes()),
+        "<r><token><value>[REDACTED]</value><expires>[REDACTED]</expires></token>\
+<ns:password>[REDACTED]<b>[REDACTED]</b>[REDACTED]</ns:password><name>Ada</name>\
+<secret><inner><![CDATA[[REDACTED]]]></inner><br></secret><after>kept</after></r>"
+    );
+    assert_eq!(
+        s.text("mixed-1-secret mixed-2-secret 3600 nested-xml-value"),
+        "[REDACTED] [REDACTED] 3600 nested-xml-value"
+    );
+    // Never closed: everything after it is its text, until an end tag closes an element
+    // around it.
+    assert_eq!(
+        s.body(Some("text/xml"), b"<r><password><v>open-secret</v> tail-secret"),
+        "<r><password><v>[REDACTED]</v>[REDACTED]"
+    );
+    assert_eq!(
+        s.body(Some("text/xml"), b"<r><password>cut-secret</r> after"),
+        "<r><password>[REDACTED]</r> after"
+    );
+    // Many open elements and many end tags that close none: linear, and nothing after the
+    // sensitive one leaks.
+    let hostile = format!("<password>{}{}", "<a>".repeat(200_000), "</b>x".repeat(200_000));
+    let out = s.body(Some("text/xml"), hostile.as_bytes());
+    assert!(!out.contains('x'), "{}", &out[out.len() - 40..]);
+}
+
 #[test]
 fn rule_6_malformed_json_redacts_quoted_strings_only() {
     let s = sanitizer();
