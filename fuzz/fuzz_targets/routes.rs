@@ -6,34 +6,10 @@
 use kit_coverage::RouteTable;
 use libfuzzer_sys::fuzz_target;
 
-#[derive(Debug, PartialEq)]
-enum Segment<'a> {
-    Literal(&'a str),
-    Template,
-}
+#[path = "plain_path.rs"]
+mod plain_path;
 
-/// The key's segments, when it is plain: literal text and whole `{name}` templates, no
-/// percent-encoding, query, empty segment or trailing slash (the rules the walk has for those
-/// are not what this target checks).
-fn plain(key: &str) -> Option<Vec<Segment<'_>>> {
-    let body = key.strip_prefix('/')?;
-    if body.is_empty() || key.contains(['%', '?', '#']) {
-        return None;
-    }
-    body.split('/')
-        .map(|s| {
-            if s.is_empty() {
-                None
-            } else if s.len() > 2 && s.starts_with('{') && s.ends_with('}') && !s[1..s.len() - 1].contains(['{', '}']) {
-                Some(Segment::Template)
-            } else if s.contains(['{', '}']) {
-                None
-            } else {
-                Some(Segment::Literal(s))
-            }
-        })
-        .collect()
-}
+use plain_path::{Segment, shape};
 
 fn matches(key: &[Segment<'_>], path: &str) -> bool {
     let segments: Vec<&str> = path[1..].split('/').collect();
@@ -44,20 +20,11 @@ fn matches(key: &[Segment<'_>], path: &str) -> bool {
         })
 }
 
-fn shape<'a>(key: &[Segment<'a>]) -> Vec<Option<&'a str>> {
-    key.iter()
-        .map(|s| match s {
-            Segment::Literal(text) => Some(*text),
-            Segment::Template => None,
-        })
-        .collect()
-}
-
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
     let lines: Vec<&str> = text.lines().take(64).collect();
     let keys: Vec<(&str, Vec<Segment<'_>>)> =
-        lines.iter().filter_map(|l| plain(l).map(|s| (*l, s))).take(32).collect();
+        lines.iter().filter_map(|l| plain_path::segments(l).map(|s| (*l, s))).take(32).collect();
     let values: Vec<&str> = lines
         .iter()
         .copied()
@@ -67,7 +34,7 @@ fuzz_target!(|data: &[u8]| {
     for (key, _) in &keys {
         table.insert(key);
     }
-    let parsed: Vec<Vec<Segment<'_>>> = (0..table.len()).map(|i| plain(table.key(i)).unwrap()).collect();
+    let parsed: Vec<Vec<Segment<'_>>> = (0..table.len()).map(|i| plain_path::segments(table.key(i)).unwrap()).collect();
     for (n, (key, segments)) in keys.iter().enumerate() {
         let mut value = values.iter().cycle().skip(n);
         let concrete: String = segments
