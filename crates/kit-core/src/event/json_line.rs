@@ -353,13 +353,11 @@ mod tests {
         );
         assert_eq!(scoped, serde.replacen(&ids, "", 1));
         let (run, test) = (&event.run_id, event.test_id);
-        assert_eq!(
-            Event::from_json_in_scope(&scoped, run, test).unwrap(),
-            Event::from_json_in_scope(&serde, run, test).unwrap()
-        );
+        let read = Event::from_json_in_scope(&scoped, run, test).unwrap();
+        assert_eq!(read, Event::from_json_in_scope(&serde, run, test).unwrap());
         // And as the event itself, to the last bit of every float: a collector replayed over
         // the archive must see what it saw live.
-        assert_eq!(&Event::from_json_in_scope(&scoped, run, test).unwrap(), event);
+        assert_eq!(&read, event);
         // Read by hand as serde reads it, and by hand whenever serde is not needed.
         let by_hand = crate::event::line_reader::read_in_scope(&scoped, run, test);
         let by_serde = Event::from_json_in_scope_by_serde(&scoped, run, test).unwrap();
