@@ -1,52 +1,9 @@
-//! The archive reader on arbitrary bytes: whatever the file holds (cut short, a zip bomb,
-//! names that escape, directories that lie), opening and reading all of it returns errors,
-//! never panics, and never inflates past its caps.
+//! The `archive` target: what it checks is in `checks/archive.rs`.
 #![no_main]
 
-use std::path::PathBuf;
-use std::sync::OnceLock;
+// Every check is compiled, only this target's is called.
+#[allow(dead_code)]
+#[path = "../checks/mod.rs"]
+mod checks;
 
-use kit_core::EventKind;
-use kit_trace::{ArchiveReader, ReaderLimits};
-use libfuzzer_sys::fuzz_target;
-
-const CAP: u64 = 1 << 20;
-
-fn path() -> &'static PathBuf {
-    static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("kit-fuzz-archive-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir.join("kit-fuzz.kittrace")
-    })
-}
-
-fuzz_target!(|data: &[u8]| {
-    std::fs::write(path(), data).unwrap();
-    // Small caps, so that a bomb costs the fuzzer little and a cap not kept shows.
-    let mut limits = ReaderLimits::default().with_max_segment_bytes(CAP);
-    limits.max_blob_bytes = CAP;
-    let Ok(mut reader) = ArchiveReader::open_with(path(), limits) else { return };
-    let _ = reader.salvage();
-    let _ = reader.runs().len() + reader.test_count();
-    let _ = reader.secret_fingerprints();
-    let mut attachments = Vec::new();
-    for test in reader.tests() {
-        let Ok(test) = test else { continue };
-        for event in test.events {
-            if let EventKind::Attachment(a) = event.kind {
-                attachments.push(a);
-            }
-        }
-    }
-    for attachment in &attachments {
-        if let Ok(bytes) = reader.attachment_bytes(attachment) {
-            assert!(bytes.len() as u64 <= CAP);
-        }
-    }
-    for index in 0..reader.entry_count() {
-        if let Ok((_, bytes)) = reader.entry(index) {
-            assert!(bytes.len() as u64 <= CAP);
-        }
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::archive::check(data));

@@ -3,13 +3,13 @@
 //! slash (the route table's rules for those are not what either target checks).
 
 #[derive(Debug, PartialEq)]
-pub enum Segment<'a> {
+pub(crate) enum Segment<'a> {
     Literal(&'a str),
     Template,
 }
 
 /// The path's segments, when it is plain.
-pub fn segments(path: &str) -> Option<Vec<Segment<'_>>> {
+pub(crate) fn segments(path: &str) -> Option<Vec<Segment<'_>>> {
     let body = path.strip_prefix('/')?;
     if body.is_empty() || path.contains(['%', '?', '#']) {
         return None;
@@ -28,7 +28,7 @@ pub fn segments(path: &str) -> Option<Vec<Segment<'_>>> {
 
 /// The segments with every template's name left out: two keys of one shape match the same
 /// requests.
-pub fn shape<'a>(segments: &[Segment<'a>]) -> Vec<Option<&'a str>> {
+pub(crate) fn shape<'a>(segments: &[Segment<'a>]) -> Vec<Option<&'a str>> {
     segments
         .iter()
         .map(|s| match s {
