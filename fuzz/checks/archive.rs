@@ -23,8 +23,9 @@ fn path() -> &'static PathBuf {
 pub(crate) fn check(data: &[u8]) {
     std::fs::write(path(), data).unwrap();
     // Small caps, so that a bomb costs the fuzzer little and a cap not kept shows.
-    let mut limits = ReaderLimits::default().with_max_segment_bytes(CAP);
-    limits.max_blob_bytes = CAP;
+    let limits = ReaderLimits::default()
+        .with_max_segment_bytes(CAP)
+        .with_max_blob_bytes(CAP);
     let Ok(mut reader) = ArchiveReader::open_with(path(), limits) else {
         return;
     };

@@ -48,7 +48,9 @@ pub struct TestRecord {
 ///
 /// let limits = ReaderLimits::default()
 ///     .with_max_segment_bytes(64 * 1024 * 1024)
+///     .with_max_blob_bytes(16 * 1024 * 1024)
 ///     .with_lock_timeout(Duration::from_secs(5));
+/// assert_eq!(limits.max_blob_bytes, 16 * 1024 * 1024);
 /// assert_eq!(limits.lock_timeout, Duration::from_secs(5));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,6 +79,12 @@ impl ReaderLimits {
     /// The same limits with another segment cap.
     pub fn with_max_segment_bytes(mut self, bytes: u64) -> Self {
         self.max_segment_bytes = bytes;
+        self
+    }
+
+    /// The same limits with another blob (attachment) cap.
+    pub fn with_max_blob_bytes(mut self, bytes: u64) -> Self {
+        self.max_blob_bytes = bytes;
         self
     }
 

@@ -485,6 +485,49 @@ fn large_attachments_become_deduplicated_blobs() {
     assert_eq!(reader.entry_count(), entry_names(&path).len());
 }
 
+/// The blob cap, like the segment cap, is the largest attachment read: one at it reads whole,
+/// one byte under refuses it by name, and the test's events still read.
+#[test]
+fn a_blob_exactly_at_its_cap_reads_and_one_byte_over_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_id = RunId::new("r-blob-cap").unwrap();
+    let writer = ArchiveWriter::with_options(
+        dir.path(),
+        RunManifest::new(run_id.clone(), "cargo-test"),
+        WriterOptions::default(),
+    )
+    .unwrap();
+    let (run, path) = run_into(Bus::builder(), writer, run_id);
+    let body: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    let ctx = run.begin_test(TestStarted::new("blob"));
+    ctx.attach(
+        None,
+        Attachment::new("download", "application/octet-stream", body.clone()),
+    );
+    ctx.finish(TestOutcome::Passed).unwrap();
+
+    let size = body.len() as u64;
+    let at = ReaderLimits::default().with_max_blob_bytes(size);
+    let mut reader = ArchiveReader::open_with(&path, at).unwrap();
+    let tests: Vec<TestRecord> = reader.tests().collect::<Result<_, _>>().unwrap();
+    let download = &attachments(&tests[0])[0];
+    assert!(matches!(download.content, AttachmentContent::Blob { .. }));
+    assert_eq!(reader.attachment_bytes(download).unwrap(), body);
+
+    let under = ReaderLimits::default().with_max_blob_bytes(size - 1);
+    let mut reader = ArchiveReader::open_with(&path, under).unwrap();
+    let tests: Vec<TestRecord> = reader.tests().collect::<Result<_, _>>().unwrap();
+    let err = reader
+        .attachment_bytes(&attachments(&tests[0])[0])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(&format!("larger than the {} bytes", size - 1)),
+        "{err}"
+    );
+    assert!(err.contains("blobs/"), "the message names the entry: {err}");
+}
+
 /// Entries past a mebibyte, each well below its reader's cap, read back whole: a segment of
 /// several MiB, a 2 MiB blob, and the fingerprints of 200 secrets.
 #[test]
