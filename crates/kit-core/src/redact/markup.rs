@@ -54,8 +54,9 @@ impl<'t> OpenElements<'t> {
     }
 }
 
-/// Redacts the text of elements with sensitive names, with everything inside them, and the
-/// values of sensitive attributes. Tolerant: malformed markup is copied as it is, never
+/// Redacts the text of elements with sensitive names, with everything inside them (text,
+/// CDATA, and the attribute values of elements inside them), and the values of sensitive
+/// attributes. Tolerant: malformed markup is copied as it is, never
 /// rejected (an element never closed redacts the text to the document's end).
 pub(crate) fn redact_xml(text: &str, rules: &Rules, found: &mut dyn FnMut(&str)) -> String {
     let bytes = text.as_bytes();
@@ -173,6 +174,10 @@ pub(crate) fn redact_xml(text: &str, rules: &Rules, found: &mut dyn FnMut(&str))
             out.push_str(&text[name_start..value_start]);
             if rules.is_sensitive_json_property(local(attr)) {
                 found(&text[value_start..value_end]);
+                out.push_str(REDACTED);
+            } else if elements.sensitive > 0 && value_end > value_start {
+                // Inside a sensitive element, as its text is: a child's attributes are part
+                // of what the element holds. Not remembered, as a child's text is not.
                 out.push_str(REDACTED);
             } else {
                 out.push_str(&text[value_start..value_end]);

@@ -310,6 +310,16 @@ fn rule_5_xml_redacts_everything_inside_a_sensitive_element() {
         s.text("mixed-1-secret mixed-2-secret 3600 nested-xml-value"),
         "[REDACTED] [REDACTED] 3600 nested-xml-value"
     );
+    // A child's attributes are inside the element too; its own pass by name, and a child's
+    // empty value has nothing to hide.
+    assert_eq!(
+        s.body(
+            Some("text/xml"),
+            br#"<token kind="bearer" token="own-attr-secret"><v x="attr-secret" y='' z = 'q-secret'/><w a="b">t</w></token><n x="kept"/>"#
+        ),
+        r#"<token kind="bearer" token="[REDACTED]"><v x="[REDACTED]" y='' z = '[REDACTED]'/><w a="[REDACTED]">[REDACTED]</w></token><n x="kept"/>"#
+    );
+    assert_eq!(s.text("own-attr-secret attr-secret"), "[REDACTED] attr-secret");
     // Never closed: everything after it is its text, until an end tag closes an element
     // around it.
     assert_eq!(
