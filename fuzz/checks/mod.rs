@@ -11,3 +11,4 @@ pub(crate) mod openapi;
 mod plain_path;
 pub(crate) mod routes;
 pub(crate) mod sanitizer;
+pub(crate) mod yaml;

@@ -51,6 +51,14 @@ pub use rest::{EndpointCoverage, RestCoverageCollector};
 pub use router::RouteTable;
 pub use traffic::{RestTrafficCoverageCollector, TrafficCoverage};
 
+/// Internals the fuzz checks (`fuzz/checks/`) hold to their references. Not part of the API:
+/// hidden, and free to change with any release.
+#[doc(hidden)]
+pub mod __fuzz {
+    pub use crate::openapi::YamlThreeWays;
+    pub use crate::openapi::yaml_three_ways;
+}
+
 use kit_core::{Attributes, Event, EventKind, semconv};
 
 /// What the collectors read from an observation about an HTTP exchange.

@@ -76,3 +76,8 @@ fn openapi_holds_on_its_inputs() {
 fn sanitizer_holds_on_its_inputs() {
     assert!(replay("sanitizer", checks::sanitizer::check) >= 6);
 }
+
+#[test]
+fn yaml_holds_on_its_inputs() {
+    assert!(replay("yaml", checks::yaml::check) >= 4);
+}

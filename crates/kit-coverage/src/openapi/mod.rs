@@ -25,6 +25,8 @@ pub use collector::{
     OpenApiCoverage, OpenApiCoverageCollector, OperationCoverage, ResponseCoverage, Undescribed,
 };
 pub use schema::{MAX_MEMBER_DEPTH, MAX_REF_HOPS};
+#[doc(hidden)]
+pub use yaml::{ThreeWays as YamlThreeWays, three_ways as yaml_three_ways};
 
 /// Operation keys of a path item, in the order the specification lists them.
 const METHODS: [&str; 8] = [

@@ -407,43 +407,50 @@ impl<'de> Visitor<'de> for KeyVisitor {
     }
 }
 
+/// The ways the loader can read YAML, for the `yaml` fuzz check (`fuzz/checks/yaml.rs`): the
+/// text read plainly (`None` when it is left to serde-saphyr), through serde-saphyr into the
+/// loader's tree, and through serde-saphyr into a `serde_json::Value`, the reference; each
+/// as JSON text, or an error's text.
+pub fn three_ways(text: &str) -> ThreeWays {
+    let options = || super::yaml_options(text.len());
+    ThreeWays {
+        plain: read_plain(text, &options()).map(|node| node.to_value().to_string()),
+        tree: serde_saphyr::from_str_with_options::<YamlTree<'_>>(text, options())
+            .map(|t| t.0.to_value().to_string())
+            .map_err(|e| e.to_string()),
+        value: serde_saphyr::from_str_with_options::<serde_json::Value>(text, options())
+            .map(|v| v.to_string())
+            .map_err(|e| e.to_string()),
+    }
+}
+
+/// What [`three_ways`] read.
+#[derive(Debug)]
+pub struct ThreeWays {
+    /// Read plainly, when it was.
+    pub plain: Option<String>,
+    /// serde-saphyr into the loader's tree.
+    pub tree: Result<String, String>,
+    /// serde-saphyr into a `serde_json::Value`.
+    pub value: Result<String, String>,
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;
 
     use proptest::prelude::*;
-    use serde_json::Value;
 
-    use super::{YamlTree, read_plain};
-
-    /// What the loader made before: serde-saphyr into a `Value`.
-    fn as_value(text: &str) -> Result<String, String> {
-        serde_saphyr::from_str_with_options::<Value>(text, super::super::yaml_options(text.len()))
-            .map(|v| v.to_string())
-            .map_err(|e| e.to_string())
-    }
-
-    /// serde-saphyr into the tree, as a `Value` for comparison.
-    fn as_tree(text: &str) -> Result<String, String> {
-        serde_saphyr::from_str_with_options::<YamlTree<'_>>(text, super::super::yaml_options(text.len()))
-            .map(|t| t.0.to_value().to_string())
-            .map_err(|e| e.to_string())
-    }
-
-    /// The document read plainly, if it is, as a `Value` for comparison.
-    fn plainly(text: &str) -> Option<String> {
-        read_plain(text, &super::super::yaml_options(text.len())).map(|node| node.to_value().to_string())
-    }
+    use super::three_ways;
 
     /// Both ways into the tree agree with the `Value`; the plain way may only decline.
     fn check(text: &str) -> Option<String> {
-        let value = as_value(text);
-        assert_eq!(as_tree(text), value, "{text:?} through the visitor");
-        let plain = plainly(text);
-        if let Some(plain) = &plain {
-            assert_eq!(Ok(plain), value.as_ref(), "{text:?} read plainly");
+        let read = three_ways(text);
+        assert_eq!(read.tree, read.value, "{text:?} through the visitor");
+        if let Some(plain) = &read.plain {
+            assert_eq!(Ok(plain), read.value.as_ref(), "{text:?} read plainly");
         }
-        plain
+        read.plain
     }
 
     #[test]
@@ -454,13 +461,16 @@ mod tests {
             let path = entry.unwrap().path();
             if path.extension().is_some_and(|e| e == "yaml") {
                 let text = std::fs::read_to_string(&path).unwrap();
-                let value = as_value(&text).unwrap();
+                let ways = three_ways(&text);
+                let value = ways.value.unwrap();
                 assert!(
-                    as_tree(&text).unwrap() == value,
+                    ways.tree.unwrap() == value,
                     "{} through the visitor",
                     path.display()
                 );
-                let plain = plainly(&text).unwrap_or_else(|| panic!("{} not read plainly", path.display()));
+                let plain = ways
+                    .plain
+                    .unwrap_or_else(|| panic!("{} not read plainly", path.display()));
                 assert!(plain == value, "{} read plainly reads otherwise", path.display());
                 read += 1;
             }
