@@ -2,31 +2,32 @@
 //! names that escape, directories that lie), opening and reading all of it returns errors,
 //! never panics, and never inflates past its caps.
 
-use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::path::Path;
 
 use kit_core::EventKind;
 use kit_trace::{ArchiveReader, ReaderLimits};
 
 const CAP: u64 = 1 << 20;
 
-fn path() -> &'static PathBuf {
-    static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("kit-fuzz-archive-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir.join("kit-fuzz.kittrace")
-    })
-}
-
 /// Panics when the input breaks what this target checks.
 pub(crate) fn check(data: &[u8]) {
-    std::fs::write(path(), data).unwrap();
+    // A folder of the process's own, gone again after each input: the end-to-end tests replay
+    // the seeds on every CI run, and must leave nothing behind.
+    let dir = std::env::temp_dir().join(format!("kit-fuzz-archive-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("kit-fuzz.kittrace");
+    std::fs::write(&path, data).unwrap();
+    read_all(&path);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Opens the archive at `path` and reads everything in it, keeping the caps.
+fn read_all(path: &Path) {
     // Small caps, so that a bomb costs the fuzzer little and a cap not kept shows.
     let limits = ReaderLimits::default()
         .with_max_segment_bytes(CAP)
         .with_max_blob_bytes(CAP);
-    let Ok(mut reader) = ArchiveReader::open_with(path(), limits) else {
+    let Ok(mut reader) = ArchiveReader::open_with(path, limits) else {
         return;
     };
     let _ = reader.salvage();
