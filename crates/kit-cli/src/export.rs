@@ -507,7 +507,13 @@ fn test_spans<'a>(record: &'a TestRecord, trace_id: &'a str) -> Vec<Span<'a>> {
     let ended = record.duration.map_or(last, |d| {
         started.saturating_add(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
     });
-    let root_event = record.events.first().map(|e| e.id);
+    // The test's span is its `test_started` event's; a test archived without one (events
+    // published by hand) gets a root of its own, which no event's span can share.
+    let root_event = record
+        .events
+        .iter()
+        .find(|e| matches!(e.kind, EventKind::TestStarted(_)))
+        .map(|e| e.id);
     let root_id = root_event.map_or_else(|| "0000000000000001".to_owned(), |id| id.to_string());
     let (status, message) = match &record.outcome {
         TestOutcome::Passed | TestOutcome::Skipped { .. } => (STATUS_OK, String::new()),

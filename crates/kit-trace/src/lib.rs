@@ -46,5 +46,5 @@ mod zipfile;
 pub use error::TraceError;
 pub use format::{FORMAT_VERSION, FormatVersion, RunManifest};
 pub use merge::{MergeInfo, MergeSummary, merge};
-pub use read::{ArchiveReader, ReaderLimits, RunSummary, Salvage, TestRecord, Tests};
+pub use read::{ArchiveReader, NO_START, ReaderLimits, RunSummary, Salvage, TestRecord, Tests};
 pub use writer::{ArchiveWriter, WriterOptions, WriterStats, archive_file_name};

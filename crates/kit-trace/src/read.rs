@@ -17,6 +17,10 @@ use crate::format::{
 };
 use crate::zipfile;
 
+/// The name a test is read back with when none of its events is `test_started` (only events
+/// published by hand, outside a test's context, make one).
+pub const NO_START: &str = "(a test with no test_started event)";
+
 /// One test, read back: its start, outcome and every event, in sequence order.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -27,7 +31,8 @@ pub struct TestRecord {
     pub test_id: TestId,
     /// Its name.
     pub name: String,
-    /// What its start event said (application, location, …).
+    /// What its start event said (application, location, …); named [`NO_START`] when it
+    /// has none.
     pub started: TestStarted,
     /// When it started.
     pub started_at: Timestamp,
@@ -35,7 +40,7 @@ pub struct TestRecord {
     pub outcome: TestOutcome,
     /// How long it ran, when it finished.
     pub duration: Option<Duration>,
-    /// Every event, `test_started` first, in sequence order.
+    /// Every event, in sequence order: `test_started` first in every test the kit runs.
     pub events: Vec<Event>,
 }
 
@@ -684,11 +689,17 @@ impl ArchiveReader {
         let Some(first) = events.first() else {
             return Err(bad("the test has no events"));
         };
-        let EventKind::TestStarted(started) = &first.kind else {
-            return Err(bad("the test's first event is not test_started"));
-        };
-        let started = started.clone();
-        let started_at = first.timestamp;
+        // The kit's tests always start with `test_started`, but the writer archives whatever
+        // the bus carries, and anyone may publish an event: a test without a start (or with
+        // it out of place) still reads, rather than one stray event making every report of
+        // the run refuse the archive.
+        let (started, started_at) = events
+            .iter()
+            .find_map(|e| match &e.kind {
+                EventKind::TestStarted(started) => Some((started.clone(), e.timestamp)),
+                _ => None,
+            })
+            .unwrap_or_else(|| (TestStarted::new(NO_START), first.timestamp));
         let (outcome, duration) = match events.iter().rev().find_map(|e| match &e.kind {
             EventKind::TestFinished(f) => Some(f),
             _ => None,

@@ -485,6 +485,55 @@ fn large_attachments_become_deduplicated_blobs() {
     assert_eq!(reader.entry_count(), entry_names(&path).len());
 }
 
+/// The writer archives whatever the bus carries, and anyone may publish an event: a test with
+/// no `test_started` (or with it out of place) reads back, and does not make the archive's
+/// other tests unreadable.
+#[test]
+fn a_test_without_its_start_reads_back_beside_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_id = RunId::new("r-startless").unwrap();
+    let writer = ArchiveWriter::create(dir.path(), RunManifest::new(run_id.clone(), "x")).unwrap();
+    let (run, path) = run_into(Bus::builder(), writer, run_id.clone());
+    let whole = run_test(&run, "whole", 2, TestOutcome::Passed);
+    let line = |sequence: u64, kind: &str| {
+        format!(
+            r#"{{"id":"{:016x}","parent_id":null,"sequence":{sequence},"timestamp":{},"kind":{kind}}}"#,
+            0xa000 + sequence,
+            1_795_890_860_000_000_000 + sequence
+        )
+    };
+    let observation =
+        r#"{"observation":{"name":"http.response","attributes":{"http.response.status_code":200}}}"#;
+    let started = r#"{"test_started":{"name":"started late"}}"#;
+    let startless = TestId::generate();
+    let late = TestId::generate();
+    for (test, lines) in [
+        (startless, vec![line(0, observation), line(1, observation)]),
+        (late, vec![line(0, observation), line(5, started)]),
+    ] {
+        for text in lines {
+            run.bus()
+                .publish(Event::from_json_in_scope(&text, &run_id, test).unwrap())
+                .unwrap();
+        }
+    }
+    run.bus().shutdown().unwrap();
+
+    let mut reader = ArchiveReader::open(&path).unwrap();
+    let tests: Vec<TestRecord> = reader.tests().collect::<Result<_, _>>().unwrap();
+    assert_eq!(tests.len(), 3);
+    let find = |id: TestId| tests.iter().find(|t| t.test_id == id).unwrap();
+    assert_eq!(find(whole).name, "whole");
+    assert_eq!(find(whole).outcome, TestOutcome::Passed);
+    let startless = find(startless);
+    assert_eq!((startless.name.as_str(), startless.events.len()), (NO_START, 2));
+    assert_eq!(startless.outcome, TestOutcome::Interrupted);
+    assert_eq!(startless.started_at, startless.events[0].timestamp);
+    let late = find(late);
+    assert_eq!(late.name, "started late");
+    assert_eq!(late.started_at, late.events[1].timestamp);
+}
+
 /// The blob cap, like the segment cap, is the largest attachment read: one at it reads whole,
 /// one byte under refuses it by name, and the test's events still read.
 #[test]
