@@ -9,6 +9,7 @@ pub(crate) mod event_line;
 pub(crate) mod json_doc;
 pub(crate) mod openapi;
 mod plain_path;
+pub(crate) mod report;
 pub(crate) mod routes;
 pub(crate) mod sanitizer;
 pub(crate) mod yaml;

@@ -81,3 +81,8 @@ fn sanitizer_holds_on_its_inputs() {
 fn yaml_holds_on_its_inputs() {
     assert!(replay("yaml", checks::yaml::check) >= 4);
 }
+
+#[test]
+fn report_holds_on_its_inputs() {
+    assert!(replay("report", checks::report::check) >= 3);
+}
