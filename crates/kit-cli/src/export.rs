@@ -507,8 +507,9 @@ fn test_spans<'a>(record: &'a TestRecord, trace_id: &'a str) -> Vec<Span<'a>> {
     let ended = record.duration.map_or(last, |d| {
         started.saturating_add(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
     });
-    // The test's span is its `test_started` event's; a test archived without one (events
-    // published by hand) gets a root of its own, which no event's span can share.
+    // The test's span is its `test_started` event's. A test archived without one (events
+    // published by hand) gets a fixed root id: its first event may be an operation, whose
+    // span would otherwise share the root's id.
     let root_event = record
         .events
         .iter()

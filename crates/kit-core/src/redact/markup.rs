@@ -56,8 +56,8 @@ impl<'t> OpenElements<'t> {
 
 /// Redacts the text of elements with sensitive names, with everything inside them (text,
 /// CDATA, and the attribute values of elements inside them), and the values of sensitive
-/// attributes. Tolerant: malformed markup is copied as it is, never
-/// rejected (an element never closed redacts the text to the document's end).
+/// attributes. Tolerant: malformed markup is copied as it is, never rejected (an element never
+/// closed redacts the text to the document's end).
 pub(crate) fn redact_xml(text: &str, rules: &Rules, found: &mut dyn FnMut(&str)) -> String {
     let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len());
