@@ -483,6 +483,52 @@ fn tests_read_side_by_side_are_reported_in_order_and_a_damaged_one_is_named() {
     }
 }
 
+/// Events published by hand, outside any test's context, archive as a test with no
+/// `test_started`: the report lists it by `kit_trace::NO_START` beside the run's other tests,
+/// and the OTLP export gives its root span an id of its own, never the id of its first event's
+/// span.
+#[test]
+fn a_test_published_without_its_start_is_reported_and_exported() {
+    let dir = tempfile::tempdir().unwrap();
+    let (run, path) = recording(dir.path(), "startless");
+    let ctx = run.begin_test(TestStarted::new("whole"));
+    ctx.finish(TestOutcome::Passed).unwrap();
+    let test = TestId::generate();
+    let lines = [
+        r#"{"id":"00000000000000a1","sequence":0,"timestamp":1795890860000000000,"kind":{"operation_started":{"name":"http.request","display_name":"REST · GET /items/{id}","attributes":{"http.request.method":"GET","http.route":"/items/{id}"}}}}"#,
+        r#"{"id":"00000000000000a2","parent_id":"00000000000000a1","sequence":1,"timestamp":1795890860000001000,"kind":{"operation_ended":{"operation":"00000000000000a1","status":{"status":"ok"},"duration_ns":1000}}}"#,
+    ];
+    for line in lines {
+        let event = Event::from_json_in_scope(line, run.run_id(), test).unwrap();
+        run.bus().publish(event).unwrap();
+    }
+    run.bus().shutdown().unwrap();
+
+    let output = report(&[&path]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("Passed whole"), "{text}");
+    assert!(
+        text.contains(&format!("Interrupted {}", kit_trace::NO_START)),
+        "{text}"
+    );
+
+    let otlp = exported(&path, "--otlp", dir.path());
+    let spans = otlp["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        .as_array()
+        .unwrap();
+    let mut ids: Vec<&str> = spans.iter().map(|s| s["spanId"].as_str().unwrap()).collect();
+    let root = spans
+        .iter()
+        .find(|s| s["name"] == kit_trace::NO_START)
+        .unwrap_or_else(|| panic!("no root span for the startless test: {otlp}"));
+    assert_ne!(root["spanId"], "00000000000000a1");
+    ids.sort_unstable();
+    let spans_seen = ids.len();
+    ids.dedup();
+    assert_eq!(ids.len(), spans_seen, "span ids repeat: {otlp}");
+}
+
 /// `kit-cli curl <archive> <request>`.
 fn curl(archive: &Path, request: &str) -> Output {
     kit_cli(&["curl".as_ref(), archive.as_os_str(), request.as_ref()])
