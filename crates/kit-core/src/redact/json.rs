@@ -366,13 +366,21 @@ fn complete_value(s: &mut Scanner<'_>, stack: &mut [Frame]) {
     }
 }
 
-/// For text that starts like JSON but is not: redacts the string value after each sensitive
-/// quoted name (`"password" : "…"`). Numbers, booleans and nulls pass, as do values of names
-/// that are not sensitive. An unterminated string is redacted to the end of the text.
+/// For text that starts like JSON but is not: redacts the value after each sensitive quoted
+/// name (`"password" : "…"`). A string value is redacted, and remembered; an object or array is
+/// replaced whole by `"[REDACTED]"`, as a sensitive member's is in a document, up to its
+/// matching bracket or, unmatched (a body cut short), to the end of the text. Numbers,
+/// booleans and nulls pass, as do values of names that are not sensitive. An unterminated
+/// string is redacted to the end of the text.
+///
+/// One pass, whatever the nesting: strings inside a redacted container are still read, so a
+/// sensitive string value nested in it is remembered, but nothing inside is written.
 pub(crate) fn redact_text_fallback(text: &str, rules: &Rules, found: &mut dyn FnMut(&str)) -> String {
     let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len());
     let mut copied = 0;
+    // Where the container being redacted ends (exclusive); nothing before it is written.
+    let mut hidden_until = 0;
     let mut i = 0;
     while let Some(offset) = memchr_quote(&bytes[i..]) {
         let open = i + offset;
@@ -381,7 +389,7 @@ pub(crate) fn redact_text_fallback(text: &str, rules: &Rules, found: &mut dyn Fn
         };
         let name = &text[open + 1..close];
         i = close + 1;
-        // Whitespace, a colon, whitespace, then a quote.
+        // Whitespace, a colon, whitespace, then the value.
         let mut j = i;
         while bytes.get(j).is_some_and(u8::is_ascii_whitespace) {
             j += 1;
@@ -393,23 +401,67 @@ pub(crate) fn redact_text_fallback(text: &str, rules: &Rules, found: &mut dyn Fn
         while bytes.get(j).is_some_and(u8::is_ascii_whitespace) {
             j += 1;
         }
-        if bytes.get(j) != Some(&b'"') || !rules.is_sensitive_json_property(&unescape_lossy(name)) {
+        let value = bytes.get(j).copied();
+        if !matches!(value, Some(b'"' | b'{' | b'['))
+            || !rules.is_sensitive_json_property(&unescape_lossy(name))
+        {
+            continue;
+        }
+        let hidden = j < hidden_until;
+        if value != Some(b'"') {
+            if !hidden {
+                // Read on inside the container, for the sensitive strings it holds.
+                hidden_until = container_end(bytes, j);
+                out.push_str(&text[copied..j]);
+                out.push('"');
+                out.push_str(REDACTED);
+                out.push('"');
+                copied = hidden_until;
+            }
+            i = j + 1;
             continue;
         }
         let value_end = string_end(bytes, j).unwrap_or(bytes.len());
         found(&unescape_lossy(&text[j + 1..value_end]));
+        i = (value_end + 1).min(bytes.len());
+        if hidden {
+            continue;
+        }
         out.push_str(&text[copied..=j]);
         out.push_str(REDACTED);
         if value_end < bytes.len() {
             out.push('"');
-            copied = value_end + 1;
-        } else {
-            copied = bytes.len();
         }
-        i = copied;
+        copied = i;
     }
     out.push_str(&text[copied..]);
     out
+}
+
+/// Where the object or array opened at `open` ends (just past its matching bracket), counting
+/// brackets outside strings whatever their kind, as text that is not JSON may mismatch them:
+/// the end of the text if it never closes.
+fn container_end(bytes: &[u8], open: usize) -> usize {
+    let mut depth = 0usize;
+    let mut i = open;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => match string_end(bytes, i) {
+                Some(close) => i = close,
+                None => return bytes.len(),
+            },
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                depth -= 1;
+                if depth == 0 {
+                    return i + 1;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    bytes.len()
 }
 
 fn memchr_quote(bytes: &[u8]) -> Option<usize> {

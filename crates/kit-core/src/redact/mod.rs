@@ -12,8 +12,10 @@
 //!    the rest of the document is kept exactly as written;
 //! 5. other bodies are scanned for the same names: form-urlencoded pairs, multipart parts (by
 //!    their `Content-Disposition` `name=`), XML elements (their text) and attributes;
-//! 6. a body that starts like JSON but does not parse is redacted by a text fallback that
-//!    covers quoted string values only (numbers, booleans and nulls pass);
+//! 6. a body that starts like JSON but does not parse is redacted by a text fallback: the
+//!    quoted string after a sensitive name is redacted, an object or array after one is
+//!    replaced whole (to its matching bracket, or to the end of a body cut short); numbers,
+//!    booleans and nulls pass;
 //! 7. every body is cut at `max_diagnostic_body_length` characters, with the marker
 //!    `... [N characters truncated]`;
 //! 8. every value redacted by rules 1–6 (and every credential given to the kit) is remembered

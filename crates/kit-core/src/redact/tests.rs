@@ -353,6 +353,42 @@ fn rule_6_malformed_json_redacts_quoted_strings_only() {
     );
 }
 
+/// A sign-in response cut short is not JSON, and its secrets sit in an object under a
+/// sensitive name whose members are not sensitive themselves. The fallback replaces such an
+/// object or array whole, as a document's sensitive member is, and still remembers the
+/// sensitive strings nested inside it.
+#[test]
+fn rule_6_malformed_json_redacts_a_sensitive_object_or_array_whole() {
+    let s = sanitizer();
+    let body = r#"{"token": {"value": "nested-bearer-value", "refresh_token": "nested-refresh-value", "n": [1, {"k": "}]"}]}, "user": "ada", "secret": ["listed-secret-one", 42], "id": 7, "tru"#;
+    let out = s.body(Some("application/json"), body.as_bytes());
+    assert_eq!(
+        out,
+        r#"{"token": "[REDACTED]", "user": "ada", "secret": "[REDACTED]", "id": 7, "tru"#
+    );
+    // A sensitive string inside the object is remembered, as in a document; a plain member's
+    // value is redacted with its object but not remembered.
+    assert_eq!(
+        s.text("nested-refresh-value nested-bearer-value"),
+        "[REDACTED] nested-bearer-value"
+    );
+    // Never closed: redacted to the end of the text.
+    let cut = r#"{"user": "ada", "password": {"kind": "cut-short-secret", "#;
+    assert_eq!(
+        s.body(Some("application/json"), cut.as_bytes()),
+        r#"{"user": "ada", "password": "[REDACTED]""#
+    );
+    // Hostile nesting under sensitive names costs no stack and leaves nothing behind.
+    let deep = format!("{}\"deep-secret-value\"", "{\"token\": [".repeat(10_000));
+    let out = s.body(Some("application/json"), deep.as_bytes());
+    assert_eq!(out, "{\"token\": \"[REDACTED]\"");
+    // Free text (a failure message) is read by the same fallback.
+    assert_eq!(
+        s.text(r#"got {"api_key": {"v": "in-a-message"}} back"#),
+        r#"got {"api_key": "[REDACTED]"} back"#
+    );
+}
+
 /// A body with more after its first value (newline-delimited JSON, a log of documents) is not
 /// one JSON document: a secret in a later value is redacted all the same.
 #[test]
@@ -703,6 +739,14 @@ mod properties {
             let s = sanitizer();
             let json = format!("{}{{\"{name}\":\"{secret}\"}}{}", "[".repeat(depth), "]".repeat(depth));
             prop_assert!(!s.body(Some("application/json"), json.as_bytes()).contains(&secret));
+            // Cut short, so the fallback reads it: an object or array under the name, its
+            // member not sensitive, closed or not.
+            for cut in [
+                format!("{{\"{name}\": {{\"v\": \"{secret}\"}}, \"x\": "),
+                format!("{{\"{name}\": [\"{secret}\""),
+            ] {
+                prop_assert!(!s.body(Some("application/json"), cut.as_bytes()).contains(&secret));
+            }
             let form = format!("a=1&{name}={secret}");
             prop_assert!(!s.body(Some("application/x-www-form-urlencoded"), form.as_bytes()).contains(&secret));
             let xml = format!("<r><{name}>{secret}</{name}></r>");
