@@ -65,7 +65,7 @@ holds_on_its_inputs! {
     archive_holds_on_its_inputs: archive, at least 2;
     routes_holds_on_its_inputs: routes, at least 2;
     openapi_holds_on_its_inputs: openapi, at least 4;
-    sanitizer_holds_on_its_inputs: sanitizer, at least 6;
+    sanitizer_holds_on_its_inputs: sanitizer, at least 7;
     yaml_holds_on_its_inputs: yaml, at least 5;
     report_holds_on_its_inputs: report, at least 5;
 }
