@@ -570,8 +570,14 @@ impl Sanitizer {
         if !self.redact {
             return truncate(text.to_owned(), self.max_body_chars);
         }
-        let redacted = self.structured(content_type, text, 0);
-        let replaced = match self.secrets.replace_known(&redacted) {
+        let kind = body_kind(content_type, text);
+        let json = kind == BodyKind::Json;
+        let redacted = self.structured_as(kind, text, 0);
+        let replaced = match if json {
+            self.secrets.replace_known_in_json(&redacted)
+        } else {
+            self.secrets.replace_known(&redacted)
+        } {
             Cow::Borrowed(_) => redacted.into_owned(),
             Cow::Owned(replaced) => replaced,
         };
@@ -602,9 +608,14 @@ impl Sanitizer {
 
     /// `text` redacted as its kind; `depth` counts the multipart bodies it is inside.
     fn structured<'t>(&self, content_type: Option<&str>, text: &'t str, depth: u8) -> Cow<'t, str> {
+        self.structured_as(body_kind(content_type, text), text, depth)
+    }
+
+    /// [`structured`](Self::structured) with the kind worked out.
+    fn structured_as<'t>(&self, kind: BodyKind, text: &'t str, depth: u8) -> Cow<'t, str> {
         let rules = &*self.rules;
         let mut found = self.remember();
-        match body_kind(content_type, text) {
+        match kind {
             BodyKind::Json => json_body(text, rules, &mut found),
             BodyKind::Xml => Cow::Owned(markup::redact_xml(text, rules, &mut found)),
             BodyKind::Form => Cow::Owned(url::redact_pairs(

@@ -239,6 +239,70 @@ impl SecretRegistry {
         }
     }
 
+    /// [`replace_known`](Self::replace_known) for a JSON body, keeping it JSON where the text
+    /// was: a secret found outside a string (a number remembered under a sensitive name, met
+    /// again as another member's value) replaces the whole number or literal it is in with the
+    /// string `"[REDACTED]"`, where a bare `[REDACTED]` would leave the body unreadable to a
+    /// report and to traffic coverage. Inside a string, or across tokens, it is replaced as in
+    /// any text.
+    ///
+    /// ```
+    /// use kit_core::redact::SecretRegistry;
+    ///
+    /// let secrets = SecretRegistry::new();
+    /// secrets.remember("12345678");
+    /// assert_eq!(
+    ///     secrets.replace_known_in_json(r#"{"id": 123456789, "note": "was 12345678"}"#),
+    ///     r#"{"id": "[REDACTED]", "note": "was [REDACTED]"}"#
+    /// );
+    /// ```
+    pub fn replace_known_in_json<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        let Some(m) = self.matcher().filter(|m| m.is_match(text)) else {
+            return Cow::Borrowed(text);
+        };
+        let bytes = text.as_bytes();
+        let mut out = String::with_capacity(text.len());
+        let mut copied = 0;
+        let mut strings = StringTracker::default();
+        for found in m.find_iter(text) {
+            if found.start() < copied {
+                // Inside a token an earlier secret replaced whole.
+                continue;
+            }
+            let in_string = strings.inside_at(bytes, found.start());
+            let crosses = strings.crosses(bytes, found.start(), found.end());
+            let (from, to, quoted) = if !in_string
+                && !crosses
+                && bytes[found.start()..found.end()]
+                    .iter()
+                    .all(|&b| is_scalar_byte(b))
+            {
+                let mut from = found.start();
+                while from > copied && is_scalar_byte(bytes[from - 1]) {
+                    from -= 1;
+                }
+                let mut to = found.end();
+                while to < bytes.len() && is_scalar_byte(bytes[to]) {
+                    to += 1;
+                }
+                (from, to, true)
+            } else {
+                (found.start(), found.end(), false)
+            };
+            out.push_str(&text[copied..from]);
+            if quoted {
+                out.push('"');
+                out.push_str(REDACTED);
+                out.push('"');
+            } else {
+                out.push_str(REDACTED);
+            }
+            copied = to;
+        }
+        out.push_str(&text[copied..]);
+        Cow::Owned(out)
+    }
+
     /// [`replace_known`](Self::replace_known) on bytes that are not text (a binary body).
     pub fn replace_known_bytes<'b>(&self, bytes: &'b [u8]) -> Cow<'b, [u8]> {
         match self.matcher() {
@@ -591,6 +655,57 @@ impl LeakScanner {
                 .first_in(bytes)
         };
         self.lengths.first_in(bytes, first)
+    }
+}
+
+/// A byte of a JSON number or literal (`true`, `false`, `null`), as loosely as text that may
+/// not be JSON needs.
+fn is_scalar_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.')
+}
+
+/// Whether a place in JSON text is inside a string, found by reading forward from where the
+/// last question left off: each byte is read once, however many secrets a body holds.
+#[derive(Default)]
+struct StringTracker {
+    /// The first byte not read yet.
+    at: usize,
+    inside: bool,
+    /// The byte at `at` is escaped (the one before it a backslash inside a string).
+    escaped: bool,
+}
+
+impl StringTracker {
+    /// Reads up to `to`, and says whether the byte there is inside a string.
+    fn inside_at(&mut self, bytes: &[u8], to: usize) -> bool {
+        while self.at < to {
+            self.step(bytes[self.at]);
+        }
+        self.inside
+    }
+
+    /// Whether a string opens or closes between `from` (read already) and `to`: the match
+    /// spans tokens. Reads up to `to`.
+    fn crosses(&mut self, bytes: &[u8], from: usize, to: usize) -> bool {
+        debug_assert_eq!(self.at, from);
+        let before = self.inside;
+        let mut crossed = false;
+        while self.at < to {
+            self.step(bytes[self.at]);
+            crossed |= self.inside != before;
+        }
+        crossed
+    }
+
+    fn step(&mut self, b: u8) {
+        if self.escaped {
+            self.escaped = false;
+        } else if self.inside && b == b'\\' {
+            self.escaped = true;
+        } else if b == b'"' {
+            self.inside = !self.inside;
+        }
+        self.at += 1;
     }
 }
 

@@ -433,6 +433,24 @@ fn rule_6_a_body_that_is_almost_json_goes_to_the_fallback() {
     }
 }
 
+/// A number redacted under a sensitive name is remembered (rule 8), and met again elsewhere in
+/// the document it is replaced there too. As a bare `[REDACTED]` that would leave the body
+/// unreadable as JSON (to the report, to traffic coverage); it is replaced by the string,
+/// the whole number it is part of with it. Inside a string it is replaced as in any text.
+#[test]
+fn rule_8_a_known_secret_met_outside_a_string_keeps_a_json_body_json() {
+    let s = sanitizer();
+    let body = r#"{"token": 12345678, "id": 12345678, "next": [123456789, -0.12345678e5, 1], "note": "id 12345678, \"12345678\"", "ok": true}"#;
+    let out = s.body(Some("application/json"), body.as_bytes());
+    assert_eq!(
+        out,
+        r#"{"token": "[REDACTED]", "id": "[REDACTED]", "next": ["[REDACTED]", "[REDACTED]", 1], "note": "id [REDACTED], \"[REDACTED]\"", "ok": true}"#
+    );
+    serde_json::from_str::<serde_json::Value>(&out).expect("still JSON");
+    // A body of another kind is replaced as text.
+    assert_eq!(s.body(Some("text/plain"), b"n=12345678;"), "n=[REDACTED];");
+}
+
 /// A body that is not UTF-8 is kept as its bytes, base64 encoded, with known secrets replaced
 /// in the bytes themselves.
 #[test]
