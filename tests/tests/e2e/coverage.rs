@@ -281,3 +281,50 @@ async fn gates_exit_1_with_a_line_per_gate_and_0_when_met() {
 fn coverage_with(archive: &Path, dir: &Path, args: &[&str]) -> std::process::Output {
     run(kit_cli().arg("coverage").arg(archive).args(args).current_dir(dir))
 }
+
+/// A number under a sensitive name is redacted and remembered (rule 8); met again under a
+/// plain name in the same body, it is replaced there too, as the string `"[REDACTED]"`. A bare
+/// `[REDACTED]` would end traffic coverage's reading of the body there, and the fields after
+/// it would never be observed.
+#[tokio::test]
+async fn a_secret_number_met_twice_leaves_the_body_readable_to_traffic_coverage() {
+    let app = axum::Router::new().route(
+        "/session",
+        axum::routing::get(|| async {
+            axum::Json(
+                json!({ "token": 12345678, "user_id": 12345678, "name": "ada", "plan": { "tier": "pro" } }),
+            )
+        }),
+    );
+    let base = crate::loopback::serve(app);
+    let mut builder = KitBuilder::new(Configuration::new());
+    builder.add_application("accounts", |app| {
+        app.add_rest(|rest| {
+            rest.add_client().base_url(&base);
+        });
+    });
+    let host = builder.build().unwrap().host;
+    let traffic = SharedCollector::new(RestTrafficCoverageCollector::new());
+    let bus = Bus::builder().collector(traffic.clone()).start();
+    let run = KitRun::with_secrets(
+        host,
+        bus,
+        RunId::new("secret-number").unwrap(),
+        Arc::new(SecretRegistry::new()),
+    );
+    let ctx = run.begin_test(TestStarted::new("signs_in").with_application(Some("accounts".into())));
+    let session = ctx.rest().get("/session").await;
+    session.should().have_http_status(StatusCode::OK);
+    ctx.finish(TestOutcome::Passed).unwrap();
+    run.bus().shutdown().unwrap();
+
+    let observed = traffic.with(|t| {
+        t.endpoints()
+            .flat_map(|e| e.observed.iter().cloned())
+            .collect::<Vec<_>>()
+    });
+    assert_eq!(
+        observed,
+        ["$.name", "$.plan", "$.plan.tier", "$.token", "$.user_id"]
+    );
+}
