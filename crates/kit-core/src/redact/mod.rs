@@ -463,14 +463,27 @@ impl Sanitizer {
             [one] => Cow::Borrowed(one),
             _ => Cow::Owned(values.join(", ")),
         };
-        if !self.redact {
-            return joined.into_owned();
-        }
-        if self.rules.is_sensitive_header(name) {
+        if self.redact && self.rules.is_sensitive_header(name) {
             for value in values {
                 self.remember_header_value(name, value);
             }
             return REDACTED.to_owned();
+        }
+        if let Some(kind) = url::UrlHeader::of(name) {
+            // Each value on its own: a URL may hold ", " itself.
+            let shown: Vec<String> = values
+                .iter()
+                .map(|value| kind.sanitize(value, &mut |u| self.url(u)))
+                .collect();
+            let shown = shown.join(", ");
+            // What lies outside a Link's brackets is text, known secrets replaced as in any.
+            return match self.redact {
+                true => self.secrets.replace_known(&shown).into_owned(),
+                false => shown,
+            };
+        }
+        if !self.redact {
+            return joined.into_owned();
         }
         if let Cow::Owned(replaced) = self.secrets.replace_known(&joined) {
             return replaced;

@@ -115,6 +115,61 @@ fn rule_3_user_info_is_removed_even_with_redaction_off_and_values_pass() {
     );
 }
 
+/// A header whose value is a URL is a URL: a redirect's `Location` (never followed by the
+/// kit, so recorded as it came), `Content-Location`, `Referer`, and each `<…>` of `Link`.
+/// A token in the fragment, where OAuth's implicit flow puts it, is redacted too.
+#[test]
+fn rules_2_and_3_url_valued_headers_and_fragments_are_sanitized_as_urls() {
+    let s = sanitizer();
+    assert_eq!(
+        s.header(
+            "Location",
+            &["/cb?state=s1&access_token=loc-query-secret#id_token=frag-secret-1&token_type=bearer"]
+        ),
+        "/cb?state=s1&access_token=[REDACTED]#id_token=[REDACTED]&token_type=bearer"
+    );
+    assert_eq!(
+        s.header("content-location", &["https://svc:loc-password-1@h/x"]),
+        "https://h/x"
+    );
+    assert_eq!(
+        s.header("Referer", &["https://h/#/callback?token=hash-route-secret"]),
+        "https://h/#/callback?token=[REDACTED]"
+    );
+    assert_eq!(
+        s.header(
+            "Link",
+            &[
+                r#"</items?page=2&api_key=link-secret-1>; rel="next", </items?page=1>; rel="prev""#,
+                "<https://h/?secret=link-secret-2"
+            ]
+        ),
+        r#"</items?page=2&api_key=[REDACTED]>; rel="next", </items?page=1>; rel="prev", <https://h/?secret=[REDACTED]"#
+    );
+    // Every value redacted there is remembered.
+    assert_eq!(
+        s.text("loc-query-secret frag-secret-1 loc-password-1 hash-route-secret link-secret-1 link-secret-2"),
+        "[REDACTED] [REDACTED] [REDACTED] [REDACTED] [REDACTED] [REDACTED]"
+    );
+    // A fragment that is no query is kept; so are the names a fragment holds that are not
+    // sensitive, and every other header.
+    assert_eq!(s.url("https://h/docs#section-2"), "https://h/docs#section-2");
+    assert_eq!(s.url("https://h/#a=1&b=2"), "https://h/#a=1&b=2");
+    assert_eq!(
+        s.header("X-Next", &["/cb?token=not-a-url-header"]),
+        "/cb?token=not-a-url-header"
+    );
+    // User-info goes even with redaction off (rule 3); the rest stays.
+    let off = without_redaction();
+    assert_eq!(
+        off.header(
+            "Location",
+            &["https://u:off-password@h/cb?token=t#access_token=a"]
+        ),
+        "https://h/cb?token=t#access_token=a"
+    );
+}
+
 #[test]
 fn rule_4_json_properties_at_any_depth_with_duplicate_keys_keep_the_document() {
     let s = sanitizer();

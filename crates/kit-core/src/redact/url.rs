@@ -113,7 +113,73 @@ pub(crate) fn sanitize_url(url: &str, rules: &Rules, redact: bool, found: &mut d
     }
     if let Some(fragment) = fragment {
         out.push('#');
-        out.push_str(fragment);
+        if redact && fragment.contains('=') {
+            // OAuth's implicit flow hands a token back in the fragment
+            // (`#access_token=…&token_type=bearer`), and a hash router keeps its query there
+            // (`#/callback?token=…`): both are read as a query.
+            let sensitive = |name: &str| rules.is_sensitive_query_parameter(name);
+            match fragment.split_once('?') {
+                Some((route, query)) => {
+                    out.push_str(route);
+                    out.push('?');
+                    out.push_str(&redact_pairs(query, '&', &sensitive, found));
+                }
+                None => out.push_str(&redact_pairs(fragment, '&', &sensitive, found)),
+            }
+        } else {
+            out.push_str(fragment);
+        }
     }
     out
+}
+
+/// How a header's value holds URLs, if it does: whole (`Location`), or between angle brackets
+/// (`Link: <…>; rel="next"`). Such values are sanitized as URLs: a redirect to
+/// `…/callback?token=…` or to `https://user:password@…` is recorded as any URL would be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum UrlHeader {
+    Whole,
+    Bracketed,
+}
+
+impl UrlHeader {
+    pub(crate) fn of(name: &str) -> Option<UrlHeader> {
+        // Compared by length first: this runs for every header of every request and response.
+        match name.len() {
+            8 if name.eq_ignore_ascii_case("location") => Some(UrlHeader::Whole),
+            7 if name.eq_ignore_ascii_case("referer") => Some(UrlHeader::Whole),
+            16 if name.eq_ignore_ascii_case("content-location") => Some(UrlHeader::Whole),
+            4 if name.eq_ignore_ascii_case("link") => Some(UrlHeader::Bracketed),
+            _ => None,
+        }
+    }
+
+    /// `value` with each URL in it passed through `sanitize`.
+    pub(crate) fn sanitize(self, value: &str, sanitize: &mut dyn FnMut(&str) -> String) -> String {
+        match self {
+            UrlHeader::Whole => sanitize(value.trim()),
+            UrlHeader::Bracketed => {
+                let mut out = String::with_capacity(value.len());
+                let mut rest = value;
+                while let Some(open) = rest.find('<') {
+                    let Some(close) = rest[open..].find('>').map(|c| open + c) else {
+                        break;
+                    };
+                    out.push_str(&rest[..=open]);
+                    out.push_str(&sanitize(&rest[open + 1..close]));
+                    out.push('>');
+                    rest = &rest[close + 1..];
+                }
+                // A `<` never closed: what follows it is a URL all the same.
+                match rest.find('<') {
+                    Some(open) => {
+                        out.push_str(&rest[..=open]);
+                        out.push_str(&sanitize(&rest[open + 1..]));
+                    }
+                    None => out.push_str(rest),
+                }
+                out
+            }
+        }
+    }
 }
