@@ -11,10 +11,7 @@ const CAP: u64 = 1 << 20;
 
 /// Panics when the input breaks what this target checks.
 pub(crate) fn check(data: &[u8]) {
-    // A folder of the process's own, gone again after each input: the end-to-end tests replay
-    // the seeds on every CI run, and must leave nothing behind.
-    let dir = std::env::temp_dir().join(format!("kit-fuzz-archive-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = super::scratch_dir("archive");
     let path = dir.join("kit-fuzz.kittrace");
     std::fs::write(&path, data).unwrap();
     read_all(&path);

@@ -13,3 +13,13 @@ pub(crate) mod report;
 pub(crate) mod routes;
 pub(crate) mod sanitizer;
 pub(crate) mod yaml;
+
+/// An empty folder of this process's own for `target`'s files, made afresh for each input.
+/// The caller removes it when done: the end-to-end tests replay the seeds on every CI run, and
+/// must leave nothing behind.
+fn scratch_dir(target: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("kit-fuzz-{target}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}

@@ -17,10 +17,7 @@ pub(crate) fn check(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    // A folder of the process's own, gone again after each input: the end-to-end tests replay
-    // the seeds on every CI run, and must leave nothing behind.
-    let dir = std::env::temp_dir().join(format!("kit-fuzz-report-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = super::scratch_dir("report");
     let run = RunId::new("fuzz").unwrap();
     let mut writer = ArchiveWriter::create(&dir, RunManifest::new(run.clone(), "fuzz")).unwrap();
     let mut written = 0;
@@ -54,7 +51,7 @@ fn run_commands(archive: &Path, dir: &Path) {
     for format in ["table", "json", "markdown", "html", "junit"] {
         let file = out(&format!("report.{format}"));
         let args = ["report", archive, "--format", format, "-o", &file];
-        commands.push((args.map(str::to_owned).to_vec(), vec![file]));
+        commands.push((owned(&args), vec![file]));
     }
     let file = out("coverage.json");
     let args = [
@@ -67,21 +64,21 @@ fn run_commands(archive: &Path, dir: &Path) {
         "-o",
         &file,
     ];
-    commands.push((args.map(str::to_owned).to_vec(), vec![file]));
+    commands.push((owned(&args), vec![file]));
     let (har, otlp) = (out("x.har"), out("x.otlp.json"));
     let args = ["export", archive, "--har", &har, "--otlp", &otlp];
-    commands.push((args.map(str::to_owned).to_vec(), vec![har, otlp]));
-    commands.push((["audit", archive].map(str::to_owned).to_vec(), Vec::new()));
+    commands.push((owned(&args), vec![har, otlp]));
+    commands.push((owned(&["audit", archive]), Vec::new()));
     // The archive merged with a copy of itself (the same path twice would be one shard): every
     // entry found twice with the same bytes, kept once.
     let copy = out("copy.kittrace");
     std::fs::copy(archive, &copy).unwrap();
     let merged = out("merged.kittrace");
     let args = ["merge", "-o", &merged, archive, &copy];
-    commands.push((args.map(str::to_owned).to_vec(), vec![merged.clone()]));
+    commands.push((owned(&args), vec![merged.clone()]));
     let file = out("merged.json");
     let args = ["report", &merged, "--format", "json", "-o", &file];
-    commands.push((args.map(str::to_owned).to_vec(), vec![file]));
+    commands.push((owned(&args), vec![file]));
     for (args, files) in commands {
         let code = kit_cli::run(std::iter::once("kit-cli".to_owned()).chain(args.iter().cloned()));
         let command = args.join(" ");
@@ -94,4 +91,8 @@ fn run_commands(archive: &Path, dir: &Path) {
             );
         }
     }
+}
+
+fn owned(args: &[&str]) -> Vec<String> {
+    args.iter().map(|a| (*a).to_owned()).collect()
 }

@@ -59,15 +59,23 @@ fn every_sensitive_member_is_redacted(kind: Option<&str>, body: &[u8]) {
     let Ok(text) = std::str::from_utf8(body) else {
         return;
     };
-    if !text.trim_start().starts_with(['{', '[']) || serde_json::from_str::<serde_json::Value>(text).is_err()
-    {
+    if !text.trim_start().starts_with(['{', '[']) {
         return;
     }
+    let Ok(document) = serde_json::from_str::<serde_json::Value>(text) else {
+        return;
+    };
     let mut options = KitHttpAttachmentOptions::default();
     options.max_diagnostic_body_length = usize::MAX;
     let sanitizer = Sanitizer::new(&options, Arc::new(SecretRegistry::new()));
     let out = sanitizer.body(kind, body);
-    nothing_under_a_sensitive_name_survives_a_cut(&sanitizer, kind, text, &options.sensitive_json_properties);
+    nothing_under_a_sensitive_name_survives_a_cut(
+        &sanitizer,
+        kind,
+        text,
+        &document,
+        &options.sensitive_json_properties,
+    );
     if let Ok(written) = serde_json::from_str::<serde_json::Value>(&out) {
         let names = &options.sensitive_json_properties;
         let mut stack = vec![&written];
@@ -99,14 +107,12 @@ fn nothing_under_a_sensitive_name_survives_a_cut(
     sanitizer: &Sanitizer,
     kind: Option<&str>,
     text: &str,
+    document: &serde_json::Value,
     names: &[String],
 ) {
-    let Ok(document) = serde_json::from_str::<serde_json::Value>(text) else {
-        return;
-    };
     let sensitive = |name: &str| names.iter().any(|n| n.eq_ignore_ascii_case(name));
     let mut hidden = Vec::new();
-    let mut stack = vec![(&document, false)];
+    let mut stack = vec![(document, false)];
     while let Some((value, inside)) = stack.pop() {
         match value {
             serde_json::Value::Object(members) => {

@@ -458,30 +458,30 @@ impl Sanitizer {
     /// One header's values as recorded: joined with `, `, or `[REDACTED]` for a sensitive
     /// header (whose values, and the credentials in them, become known secrets).
     pub fn header(&self, name: &str, values: &[&str]) -> String {
-        // Nearly every header has one value: it is not joined into a copy first.
-        let joined: Cow<'_, str> = match values {
-            [one] => Cow::Borrowed(one),
-            _ => Cow::Owned(values.join(", ")),
-        };
         if self.redact && self.rules.is_sensitive_header(name) {
             for value in values {
                 self.remember_header_value(name, value);
             }
             return REDACTED.to_owned();
         }
-        if let Some(kind) = url::UrlHeader::of(name) {
-            // Each value on its own: a URL may hold ", " itself.
-            let shown: Vec<String> = values
-                .iter()
-                .map(|value| kind.sanitize(value, &mut |u| self.url(u)))
-                .collect();
-            let shown = shown.join(", ");
-            // What lies outside a Link's brackets is text, known secrets replaced as in any.
-            return match self.redact {
-                true => self.secrets.replace_known(&shown).into_owned(),
-                false => shown,
-            };
-        }
+        // Nearly every header has one value: it is not joined into a copy first.
+        let joined: Cow<'_, str> = match (url::UrlHeader::of(name), values) {
+            // Each value on its own, as a URL may hold ", " itself; known secrets are replaced
+            // below, in the URLs and in what lies outside a Link's brackets alike.
+            (Some(kind), _) => Cow::Owned(
+                values
+                    .iter()
+                    .map(|value| {
+                        kind.sanitize(value, &mut |u| {
+                            url::sanitize_url(u, &self.rules, self.redact, &mut self.remember())
+                        })
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ),
+            (None, [one]) => Cow::Borrowed(one),
+            (None, _) => Cow::Owned(values.join(", ")),
+        };
         if !self.redact {
             return joined.into_owned();
         }
@@ -586,11 +586,12 @@ impl Sanitizer {
         let kind = body_kind(content_type, text);
         let json = kind == BodyKind::Json;
         let redacted = self.structured_as(kind, text, 0);
-        let replaced = match if json {
+        let replaced = if json {
             self.secrets.replace_known_in_json(&redacted)
         } else {
             self.secrets.replace_known(&redacted)
-        } {
+        };
+        let replaced = match replaced {
             Cow::Borrowed(_) => redacted.into_owned(),
             Cow::Owned(replaced) => replaced,
         };

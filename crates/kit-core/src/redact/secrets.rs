@@ -269,14 +269,12 @@ impl SecretRegistry {
                 // Inside a token an earlier secret replaced whole.
                 continue;
             }
-            let in_string = strings.inside_at(bytes, found.start());
-            let crosses = strings.crosses(bytes, found.start(), found.end());
-            let (from, to, quoted) = if !in_string
-                && !crosses
-                && bytes[found.start()..found.end()]
-                    .iter()
-                    .all(|&b| is_scalar_byte(b))
-            {
+            // A match of number or literal bytes holds no quote, so it cannot leave the string
+            // or the token it starts in.
+            let scalar = bytes[found.start()..found.end()]
+                .iter()
+                .all(|&b| is_scalar_byte(b));
+            let (from, to, quoted) = if scalar && !strings.inside_at(bytes, found.start()) {
                 let mut from = found.start();
                 while from > copied && is_scalar_byte(bytes[from - 1]) {
                     from -= 1;
@@ -682,19 +680,6 @@ impl StringTracker {
             self.step(bytes[self.at]);
         }
         self.inside
-    }
-
-    /// Whether a string opens or closes between `from` (read already) and `to`: the match
-    /// spans tokens. Reads up to `to`.
-    fn crosses(&mut self, bytes: &[u8], from: usize, to: usize) -> bool {
-        debug_assert_eq!(self.at, from);
-        let before = self.inside;
-        let mut crossed = false;
-        while self.at < to {
-            self.step(bytes[self.at]);
-            crossed |= self.inside != before;
-        }
-        crossed
     }
 
     fn step(&mut self, b: u8) {

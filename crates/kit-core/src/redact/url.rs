@@ -98,15 +98,11 @@ pub(crate) fn sanitize_url(url: &str, rules: &Rules, redact: bool, found: &mut d
         }
         None => out.push_str(base),
     }
+    let sensitive = |name: &str| rules.is_sensitive_query_parameter(name);
     if let Some(query) = query {
         out.push('?');
         if redact {
-            out.push_str(&redact_pairs(
-                query,
-                '&',
-                &|name| rules.is_sensitive_query_parameter(name),
-                found,
-            ));
+            out.push_str(&redact_pairs(query, '&', &sensitive, found));
         } else {
             out.push_str(query);
         }
@@ -117,15 +113,15 @@ pub(crate) fn sanitize_url(url: &str, rules: &Rules, redact: bool, found: &mut d
             // OAuth's implicit flow hands a token back in the fragment
             // (`#access_token=…&token_type=bearer`), and a hash router keeps its query there
             // (`#/callback?token=…`): both are read as a query.
-            let sensitive = |name: &str| rules.is_sensitive_query_parameter(name);
-            match fragment.split_once('?') {
-                Some((route, query)) => {
-                    out.push_str(route);
-                    out.push('?');
-                    out.push_str(&redact_pairs(query, '&', &sensitive, found));
-                }
-                None => out.push_str(&redact_pairs(fragment, '&', &sensitive, found)),
+            let (route, query) = match fragment.split_once('?') {
+                Some((route, query)) => (Some(route), query),
+                None => (None, fragment),
+            };
+            if let Some(route) = route {
+                out.push_str(route);
+                out.push('?');
             }
+            out.push_str(&redact_pairs(query, '&', &sensitive, found));
         } else {
             out.push_str(fragment);
         }
@@ -162,22 +158,13 @@ impl UrlHeader {
                 let mut out = String::with_capacity(value.len());
                 let mut rest = value;
                 while let Some(open) = rest.find('<') {
-                    let Some(close) = rest[open..].find('>').map(|c| open + c) else {
-                        break;
-                    };
+                    // A `<` never closed: what follows it is a URL all the same.
+                    let close = rest[open..].find('>').map_or(rest.len(), |c| open + c);
                     out.push_str(&rest[..=open]);
                     out.push_str(&sanitize(&rest[open + 1..close]));
-                    out.push('>');
-                    rest = &rest[close + 1..];
+                    rest = &rest[close..];
                 }
-                // A `<` never closed: what follows it is a URL all the same.
-                match rest.find('<') {
-                    Some(open) => {
-                        out.push_str(&rest[..=open]);
-                        out.push_str(&sanitize(&rest[open + 1..]));
-                    }
-                    None => out.push_str(rest),
-                }
+                out.push_str(rest);
                 out
             }
         }
