@@ -45,6 +45,7 @@ pub(crate) fn check(data: &[u8]) {
     // Headers whose values are URLs, read as URLs.
     assert!(!sanitizer.header("location", &[&text]).contains(PLANTED));
     assert!(!sanitizer.header("Link", &[&text, "<"]).contains(PLANTED));
+    assert!(!sanitizer.header("Refresh", &[&text]).contains(PLANTED));
 
     if matches!(usize::from(head & 7), 0 | 1 | 2 | 7) {
         every_sensitive_member_is_redacted(kind, body);

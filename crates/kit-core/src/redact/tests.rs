@@ -170,6 +170,51 @@ fn rules_2_and_3_url_valued_headers_and_fragments_are_sanitized_as_urls() {
     );
 }
 
+/// `Refresh` (`5; url=…`) redirects as `Location` does, after a delay: the URL in it is read as
+/// HTML reads it (after `;` or `,`, an optional `url=`, optional quotes) and sanitized as a URL.
+#[test]
+fn rules_2_and_3_a_refresh_header_s_url_is_sanitized_as_a_url() {
+    let s = sanitizer();
+    let cases = [
+        (
+            "0; url=/cb?token=refresh-secret-1&x=1",
+            "0; url=/cb?token=[REDACTED]&x=1",
+        ),
+        (
+            "5;URL='https://u:refresh-pass-2@h/x?access_token=refresh-secret-3'",
+            "5;URL='https://h/x?access_token=[REDACTED]'",
+        ),
+        (
+            "3, https://h/?secret=refresh-secret-4",
+            "3, https://h/?secret=[REDACTED]",
+        ),
+        (
+            r#" 1.5 ; Url = "/p?api_key=refresh-secret-5" ; ignored"#,
+            r#" 1.5 ; Url = "/p?api_key=[REDACTED]" ; ignored"#,
+        ),
+        // A URL that begins with "url" but names no `url=` is a URL all the same.
+        ("2; urlish/?token=refresh-secret-6", "2; urlish/?token=[REDACTED]"),
+        // No URL: the page reloads itself. Nothing is read as one.
+        ("10", "10"),
+        (
+            "10 x?token=not-after-a-separator",
+            "10 x?token=not-after-a-separator",
+        ),
+    ];
+    for (value, expected) in cases {
+        assert_eq!(s.header("Refresh", &[value]), expected, "{value:?}");
+    }
+    assert_eq!(
+        s.text("refresh-pass-2 refresh-secret-1 refresh-secret-3 refresh-secret-4 refresh-secret-5 refresh-secret-6"),
+        "[REDACTED] [REDACTED] [REDACTED] [REDACTED] [REDACTED] [REDACTED]"
+    );
+    let off = without_redaction();
+    assert_eq!(
+        off.header("refresh", &["0;url=https://u:off-refresh-pass@h/?token=t"]),
+        "0;url=https://h/?token=t"
+    );
+}
+
 #[test]
 fn rule_4_json_properties_at_any_depth_with_duplicate_keys_keep_the_document() {
     let s = sanitizer();

@@ -129,13 +129,15 @@ pub(crate) fn sanitize_url(url: &str, rules: &Rules, redact: bool, found: &mut d
     out
 }
 
-/// How a header's value holds URLs, if it does: whole (`Location`), or between angle brackets
-/// (`Link: <…>; rel="next"`). Such values are sanitized as URLs: a redirect to
-/// `…/callback?token=…` or to `https://user:password@…` is recorded as any URL would be.
+/// How a header's value holds URLs, if it does: whole (`Location`), between angle brackets
+/// (`Link: <…>; rel="next"`), or after a delay (`Refresh: 5; url=…`). Such values are sanitized
+/// as URLs: a redirect to `…/callback?token=…` or to `https://user:password@…` is recorded as any
+/// URL would be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum UrlHeader {
     Whole,
     Bracketed,
+    AfterDelay,
 }
 
 impl UrlHeader {
@@ -146,6 +148,7 @@ impl UrlHeader {
             7 if name.eq_ignore_ascii_case("referer") => Some(UrlHeader::Whole),
             16 if name.eq_ignore_ascii_case("content-location") => Some(UrlHeader::Whole),
             4 if name.eq_ignore_ascii_case("link") => Some(UrlHeader::Bracketed),
+            7 if name.eq_ignore_ascii_case("refresh") => Some(UrlHeader::AfterDelay),
             _ => None,
         }
     }
@@ -167,6 +170,56 @@ impl UrlHeader {
                 out.push_str(rest);
                 out
             }
+            UrlHeader::AfterDelay => match refresh_url(value) {
+                Some(url) => [
+                    &value[..url.start],
+                    &sanitize(&value[url.clone()]),
+                    &value[url.end..],
+                ]
+                .concat(),
+                None => value.to_owned(),
+            },
         }
     }
+}
+
+/// Where the URL of a `Refresh` value lies, read as HTML's declarative refresh reads it: a
+/// delay (digits and dots), `;` or `,`, then an optional `url=` (any case, spaces around `=`),
+/// then the URL, up to its closing quote if it opens with one, else to the end. `None` when
+/// the value is a delay alone (the page reloads itself) or reads otherwise.
+fn refresh_url(value: &str) -> Option<std::ops::Range<usize>> {
+    let bytes = value.as_bytes();
+    let skip = |mut at: usize, keep: &dyn Fn(u8) -> bool| {
+        while at < bytes.len() && keep(bytes[at]) {
+            at += 1;
+        }
+        at
+    };
+    let space = |b: u8| b.is_ascii_whitespace();
+    let mut at = skip(0, &space);
+    at = skip(at, &|b| b.is_ascii_digit() || b == b'.');
+    at = skip(at, &space);
+    if !matches!(bytes.get(at), Some(b';' | b',')) {
+        return None;
+    }
+    at = skip(at + 1, &space);
+    if bytes.len() >= at + 3 && bytes[at..at + 3].eq_ignore_ascii_case(b"url") {
+        let equals = skip(at + 3, &space);
+        if bytes.get(equals) == Some(&b'=') {
+            at = skip(equals + 1, &space);
+        }
+    }
+    let (start, end) = match bytes.get(at) {
+        Some(&quote @ (b'"' | b'\'')) => {
+            let start = at + 1;
+            let end = bytes[start..]
+                .iter()
+                .position(|&b| b == quote)
+                .map_or(bytes.len(), |p| start + p);
+            (start, end)
+        }
+        Some(_) => (at, bytes.len()),
+        None => return None,
+    };
+    Some(start..end)
 }
