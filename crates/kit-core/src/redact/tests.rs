@@ -7,7 +7,7 @@ use super::*;
 /// Runs a scan of hostile input that takes milliseconds when linear. Quadratic, it would take
 /// hours: bounded, the test fails instead of hanging the run. The bound is a hang guard a
 /// hundred times what any machine needs, not a speed target.
-fn linear<T: Send + 'static>(scan: impl FnOnce() -> T + Send + 'static) -> T {
+pub(crate) fn linear<T: Send + 'static>(scan: impl FnOnce() -> T + Send + 'static) -> T {
     let (done, result) = std::sync::mpsc::channel();
     std::thread::spawn(move || done.send(scan()));
     result
@@ -531,6 +531,35 @@ fn rule_6_a_body_that_is_almost_json_goes_to_the_fallback() {
             format!(r#"{{"list": {value}, "token": 12345678901, "password": "[REDACTED]"}}"#)
         );
     }
+}
+
+/// A long value redacted under a sensitive name is remembered like any other (rule 8). One
+/// that repeats itself (padding, a token of zeros in base64) used to make the next replacement
+/// build its matcher in time quadratic in the value's length: minutes for 100 KB, hours for the
+/// megabytes a response may hold. The body's own redaction is linear, and so is the matcher.
+#[test]
+fn rule_8_a_long_repetitive_secret_is_remembered_and_replaced_in_linear_time() {
+    for (name, value) in [("x", "x".repeat(2_000_000)), ("AAAB", "AAAB".repeat(500_000))] {
+        let (replaced, later) = linear(move || {
+            let s = sanitizer();
+            let body = format!(r#"{{"token": "{value}", "n": 1}}"#);
+            let replaced = s.body(Some("application/json"), body.as_bytes());
+            let later = s.text(&format!("echoed: {value}."));
+            (replaced, later)
+        });
+        assert_eq!(replaced, r#"{"token": "[REDACTED]", "n": 1}"#, "{name}");
+        assert_eq!(later, "echoed: [REDACTED].", "{name}");
+    }
+    // Many long secrets alike, remembered one at a time, the matcher built again between.
+    let out = linear(|| {
+        let s = sanitizer();
+        for i in 0..200 {
+            assert!(s.secrets().remember(&format!("{i:04}{}", "z".repeat(2_000))));
+            s.text("a text to search");
+        }
+        s.text(&format!("a 0042{} b", "z".repeat(2_000)))
+    });
+    assert_eq!(out, "a [REDACTED] b");
 }
 
 /// A number redacted under a sensitive name is remembered (rule 8), and met again elsewhere in
