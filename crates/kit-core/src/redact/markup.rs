@@ -55,13 +55,16 @@ impl<'t> OpenElements<'t> {
 }
 
 /// Redacts the text of elements with sensitive names, with everything inside them (text,
-/// CDATA, and the attribute values of elements inside them), and the values of sensitive
-/// attributes. Tolerant: malformed markup is copied as it is, never rejected (an element never
-/// closed redacts the text to the document's end).
+/// CDATA, and the attribute values of elements inside them), the values of sensitive
+/// attributes, and (for HTML) the `value` or `content` of an element whose `name` attribute is
+/// sensitive: a form field. Tolerant: malformed markup is copied as it is, never rejected (an
+/// element never closed redacts the text to the document's end).
 pub(crate) fn redact_xml(text: &str, rules: &Rules, found: &mut dyn FnMut(&str)) -> String {
     let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len());
     let mut elements = OpenElements::default();
+    // One start tag's attributes at a time, the buffer kept from tag to tag.
+    let mut pieces = Vec::new();
     let mut i = 0;
     while let Some(offset) = text[i..].find('<') {
         let lt = i + offset;
@@ -109,84 +112,43 @@ pub(crate) fn redact_xml(text: &str, rules: &Rules, found: &mut dyn FnMut(&str))
         }
         let name = &text[lt + 1..j];
         out.push_str(&text[lt..j]);
-        let mut self_closing = false;
-        let mut closed = false;
-        while j < bytes.len() {
-            let ws = j;
-            while j < bytes.len() && bytes[j].is_ascii_whitespace() {
-                j += 1;
+        let tag = start_tag(text, j, &mut pieces);
+        // An HTML form field (`<input name="token" value="…">`, `<meta name=… content=…>`)
+        // holds the value of the name it gives, whichever order its attributes come in.
+        let field_is_sensitive = pieces.iter().any(|piece| match piece {
+            Piece::Attribute { name, value, .. } => {
+                local(&text[name.clone()]).eq_ignore_ascii_case("name")
+                    && rules.is_sensitive_json_property(text[value.clone()].trim())
             }
-            out.push_str(&text[ws..j]);
-            match bytes.get(j) {
-                None => break,
-                Some(b'>') => {
-                    out.push('>');
-                    j += 1;
-                    closed = true;
-                    break;
-                }
-                Some(b'/') if bytes.get(j + 1) == Some(&b'>') => {
-                    out.push_str("/>");
-                    j += 2;
-                    self_closing = true;
-                    closed = true;
-                    break;
-                }
-                _ => {}
-            }
-            // An attribute: name, optional whitespace, '=', optional whitespace, quoted value.
-            let name_start = j;
-            while j < bytes.len()
-                && !matches!(bytes[j], b'=' | b'>' | b'/')
-                && !bytes[j].is_ascii_whitespace()
-            {
-                j += 1;
-            }
-            let attr = &text[name_start..j];
-            let mut k = j;
-            while k < bytes.len() && bytes[k].is_ascii_whitespace() {
-                k += 1;
-            }
-            if bytes.get(k) != Some(&b'=') {
-                out.push_str(&text[name_start..j]);
-                if j == name_start {
-                    // A stray character: copy it and move on.
-                    if let Some(c) = text[j..].chars().next() {
-                        out.push(c);
-                        j += c.len_utf8();
+            Piece::Copy(_) => false,
+        });
+        for piece in &pieces {
+            match piece {
+                Piece::Copy(range) => out.push_str(&text[range.clone()]),
+                Piece::Attribute { name, value, closed } => {
+                    out.push_str(&text[name.start..value.start]);
+                    let attribute = local(&text[name.clone()]);
+                    let holds_field_value = field_is_sensitive
+                        && (attribute.eq_ignore_ascii_case("value")
+                            || attribute.eq_ignore_ascii_case("content"));
+                    if rules.is_sensitive_json_property(attribute) || holds_field_value {
+                        found(&text[value.clone()]);
+                        out.push_str(REDACTED);
+                    } else if elements.sensitive > 0 && !value.is_empty() {
+                        // Inside a sensitive element, as its text is: a child's attributes are
+                        // part of what the element holds. Not remembered, as a child's text is
+                        // not.
+                        out.push_str(REDACTED);
+                    } else {
+                        out.push_str(&text[value.clone()]);
+                    }
+                    if let Some(quote) = closed {
+                        out.push(char::from(*quote));
                     }
                 }
-                continue;
             }
-            k += 1;
-            while k < bytes.len() && bytes[k].is_ascii_whitespace() {
-                k += 1;
-            }
-            let Some(&quote) = bytes.get(k).filter(|q| matches!(q, b'"' | b'\'')) else {
-                out.push_str(&text[name_start..k]);
-                j = k;
-                continue;
-            };
-            let value_start = k + 1;
-            let value_end = text[value_start..]
-                .find(char::from(quote))
-                .map_or(text.len(), |e| value_start + e);
-            out.push_str(&text[name_start..value_start]);
-            if rules.is_sensitive_json_property(local(attr)) {
-                found(&text[value_start..value_end]);
-                out.push_str(REDACTED);
-            } else if elements.sensitive > 0 && value_end > value_start {
-                // Inside a sensitive element, as its text is: a child's attributes are part
-                // of what the element holds. Not remembered, as a child's text is not.
-                out.push_str(REDACTED);
-            } else {
-                out.push_str(&text[value_start..value_end]);
-            }
-            if value_end < text.len() {
-                out.push(char::from(quote));
-            }
-            j = (value_end + 1).min(text.len());
         }
+        let (j, closed, self_closing) = tag;
         i = j;
         if closed && !self_closing {
             elements.start(local(name), rules.is_sensitive_json_property(local(name)));
@@ -194,6 +156,107 @@ pub(crate) fn redact_xml(text: &str, rules: &Rules, found: &mut dyn FnMut(&str))
     }
     elements.text(&mut out, &text[i..], found);
     out
+}
+
+/// A part of a start tag after its name.
+enum Piece {
+    /// Copied as it is: whitespace, a name without a value, a stray character, the tag's end.
+    Copy(std::ops::Range<usize>),
+    /// `name = "value"`: what lies from `name.start` to `value.start` (the name, `=`, an opening
+    /// quote) is copied; the value is judged; `closed` is the closing quote, where there is one.
+    Attribute {
+        name: std::ops::Range<usize>,
+        value: std::ops::Range<usize>,
+        closed: Option<u8>,
+    },
+}
+
+/// Reads a start tag's attributes from `from` (just after its name) into `pieces`, which it
+/// clears first. Returns where the tag ends, whether it was closed by `>`, and whether by
+/// `/>`. Values may be quoted either way or, as HTML allows, unquoted (up to whitespace or
+/// `>`). Tolerant: what does not read as an attribute is copied.
+fn start_tag(text: &str, from: usize, pieces: &mut Vec<Piece>) -> (usize, bool, bool) {
+    pieces.clear();
+    let bytes = text.as_bytes();
+    let mut j = from;
+    loop {
+        let ws = j;
+        while j < bytes.len() && bytes[j].is_ascii_whitespace() {
+            j += 1;
+        }
+        if j > ws {
+            pieces.push(Piece::Copy(ws..j));
+        }
+        match bytes.get(j) {
+            None => return (j, false, false),
+            Some(b'>') => {
+                pieces.push(Piece::Copy(j..j + 1));
+                return (j + 1, true, false);
+            }
+            Some(b'/') if bytes.get(j + 1) == Some(&b'>') => {
+                pieces.push(Piece::Copy(j..j + 2));
+                return (j + 2, true, true);
+            }
+            _ => {}
+        }
+        // An attribute: name, optional whitespace, '=', optional whitespace, a value.
+        let name_start = j;
+        while j < bytes.len() && !matches!(bytes[j], b'=' | b'>' | b'/') && !bytes[j].is_ascii_whitespace() {
+            j += 1;
+        }
+        let mut k = j;
+        while k < bytes.len() && bytes[k].is_ascii_whitespace() {
+            k += 1;
+        }
+        if bytes.get(k) != Some(&b'=') {
+            if j == name_start {
+                // A stray character: copy it and move on.
+                j += text[j..].chars().next().map_or(1, char::len_utf8);
+            }
+            pieces.push(Piece::Copy(name_start..j));
+            continue;
+        }
+        k += 1;
+        while k < bytes.len() && bytes[k].is_ascii_whitespace() {
+            k += 1;
+        }
+        let name = name_start..j;
+        match bytes.get(k) {
+            Some(&quote @ (b'"' | b'\'')) => {
+                let value_start = k + 1;
+                let value_end = text[value_start..]
+                    .find(char::from(quote))
+                    .map_or(text.len(), |e| value_start + e);
+                let closed = (value_end < text.len()).then_some(quote);
+                pieces.push(Piece::Attribute {
+                    name,
+                    value: value_start..value_end,
+                    closed,
+                });
+                j = (value_end + 1).min(text.len());
+            }
+            Some(_) => {
+                let value_end = text[k..]
+                    .find(|c: char| c.is_ascii_whitespace() || c == '>')
+                    .map_or(text.len(), |e| k + e);
+                if value_end == k {
+                    // `a= >`: no value.
+                    pieces.push(Piece::Copy(name_start..k));
+                } else {
+                    pieces.push(Piece::Attribute {
+                        name,
+                        value: k..value_end,
+                        closed: None,
+                    });
+                }
+                j = value_end;
+            }
+            None => {
+                pieces.push(Piece::Copy(name_start..k));
+                j = k;
+            }
+        }
+    }
 }
 
 /// The `boundary` parameter of a multipart content type.

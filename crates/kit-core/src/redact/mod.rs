@@ -274,7 +274,8 @@ fn body_kind(content_type: Option<&str>, text: &str) -> BodyKind {
         if media == "application/json" || media == "text/json" || media.ends_with("+json") {
             return BodyKind::Json;
         }
-        if media.ends_with("/xml") || media.ends_with("+xml") {
+        // HTML is read as markup too: its forms name their fields (see `markup::redact_xml`).
+        if media.ends_with("/xml") || media.ends_with("+xml") || media == "text/html" {
             return BodyKind::Xml;
         }
         if media == "application/x-www-form-urlencoded" {

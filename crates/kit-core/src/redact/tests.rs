@@ -448,6 +448,68 @@ fn rule_5_xml_redacts_everything_inside_a_sensitive_element() {
     assert!(!out.contains('x'), "{}", &out[out.len() - 40..]);
 }
 
+/// An HTML form names its fields by a `name` attribute and holds their values in `value` (or a
+/// `<meta>`'s in `content`): OAuth's form post response mode answers with such a page, its
+/// tokens in hidden fields. A field with a sensitive name is redacted as a form body's is,
+/// whichever order its attributes come in; HTML's unquoted attribute values are read too.
+#[test]
+fn rule_5_html_form_fields_are_redacted_by_their_name_attribute() {
+    let s = sanitizer();
+    let page = r#"<html><head><title>Submit This Form</title>
+<meta name="apiKey" content="meta-api-key-secret"><meta name="viewport" content="width=device-width">
+</head><body onload="javascript:document.forms[0].submit()">
+<form method="post" action="https://client.example.org/callback">
+<input type="hidden" name="state" value="kept-state-value"/>
+<input type="hidden" name="id_token" value="form-post-id-token"/>
+<input type="hidden" NAME='Access_Token' value='form-post-access-token'>
+<input value="value-before-name-secret" type=hidden name="token">
+<input type=hidden name=refresh_token value=unquoted-refresh-secret>
+<input type="password" name="password">
+<button name="submit" value="go">Go</button>
+</form><p token=unquoted-attribute-secret>text</p></body></html>"#;
+    let expected = r#"<html><head><title>Submit This Form</title>
+<meta name="apiKey" content="[REDACTED]"><meta name="viewport" content="width=device-width">
+</head><body onload="javascript:document.forms[0].submit()">
+<form method="post" action="https://client.example.org/callback">
+<input type="hidden" name="state" value="kept-state-value"/>
+<input type="hidden" name="id_token" value="[REDACTED]"/>
+<input type="hidden" NAME='Access_Token' value='[REDACTED]'>
+<input value="[REDACTED]" type=hidden name="token">
+<input type=hidden name=refresh_token value=[REDACTED]>
+<input type="password" name="password">
+<button name="submit" value="go">Go</button>
+</form><p token=[REDACTED]>text</p></body></html>"#;
+    assert_eq!(
+        s.body(Some("text/html; charset=utf-8"), page.as_bytes()),
+        expected
+    );
+    // Without a content type the first character decides, as for XML.
+    assert_eq!(s.body(None, page.as_bytes()), expected);
+    // A page that does not begin with a tag is still markup when it says it is HTML.
+    assert_eq!(
+        s.body(
+            Some("text/html"),
+            b"ok <input name=\"secret\" value=\"late-html-secret\">"
+        ),
+        "ok <input name=\"secret\" value=\"[REDACTED]\">"
+    );
+    assert_eq!(
+        s.text(
+            "meta-api-key-secret form-post-id-token form-post-access-token value-before-name-secret \
+             unquoted-refresh-secret unquoted-attribute-secret late-html-secret kept-state-value"
+        ),
+        "[REDACTED] [REDACTED] [REDACTED] [REDACTED] [REDACTED] [REDACTED] [REDACTED] kept-state-value"
+    );
+    // A tag's attributes are read twice (the field's name may come last): still linear, on one
+    // tag of many attributes and on an unquoted value that never ends.
+    let many = format!("<input {}>", "value=v name=token ".repeat(200_000));
+    let out = linear(move || sanitizer().body(Some("text/html"), many.as_bytes()));
+    assert!(!out.contains("=v "), "{}", &out[..40]);
+    let endless = format!("<p token={}", "x".repeat(4_000_000));
+    let out = linear(move || sanitizer().body(Some("text/html"), endless.as_bytes()));
+    assert_eq!(out, "<p token=[REDACTED]");
+}
+
 #[test]
 fn rule_6_malformed_json_redacts_quoted_strings_only() {
     let s = sanitizer();
