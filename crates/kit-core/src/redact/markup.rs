@@ -118,7 +118,7 @@ pub(crate) fn redact_xml(text: &str, rules: &Rules, found: &mut dyn FnMut(&str))
         let field_is_sensitive = pieces.iter().any(|piece| match piece {
             Piece::Attribute { name, value, .. } => {
                 local(&text[name.clone()]).eq_ignore_ascii_case("name")
-                    && rules.is_sensitive_json_property(text[value.clone()].trim())
+                    && rules.is_sensitive_field(text[value.clone()].trim())
             }
             Piece::Copy(_) => false,
         });
@@ -343,10 +343,7 @@ pub(crate) fn redact_multipart(
         let (body, tail) = body_and_tail.split_at(body_len);
         out.push_str(headers);
         let (name, content_type) = part_headers(headers);
-        if name
-            .as_deref()
-            .is_some_and(|n| rules.is_sensitive_json_property(n))
-        {
+        if name.as_deref().is_some_and(|n| rules.is_sensitive_field(n)) {
             found(body);
             out.push_str(REDACTED);
         } else {

@@ -207,16 +207,47 @@ impl Rules {
         self.headers.contains(name)
     }
 
-    /// Whether a query parameter is sensitive.
+    /// Whether a query parameter is sensitive: its name, or a part of a name in bracket
+    /// notation (`auth[token]`), is in the query parameters' list.
     pub fn is_sensitive_query_parameter(&self, name: &str) -> bool {
-        self.query.contains(name)
+        any_part_of(name, |part| self.query.contains(part))
     }
 
-    /// Whether a JSON property (or form field, multipart part, XML element or attribute) is
-    /// sensitive.
+    /// Whether a form field or multipart part (a field of an HTML form too) is sensitive: its
+    /// name, or a part of a name in bracket notation, is in the JSON properties' list. Rails,
+    /// PHP and qs nest fields so (`user[password]`, `tokens[0][access_token]`, `password[]`),
+    /// and a part sensitive anywhere makes the field so, as a JSON member under or holding a
+    /// sensitive name is redacted.
+    ///
+    /// ```
+    /// use kit_core::redact::Rules;
+    ///
+    /// let rules = Rules::new(&[], &[], &["password".to_owned()]);
+    /// assert!(rules.is_sensitive_field("user[password]"));
+    /// assert!(rules.is_sensitive_field("Password"));
+    /// assert!(!rules.is_sensitive_field("user[name]"));
+    /// // A JSON key or an XML name is taken whole.
+    /// assert!(!rules.is_sensitive_json_property("user[password]"));
+    /// ```
+    pub fn is_sensitive_field(&self, name: &str) -> bool {
+        any_part_of(name, |part| self.json.contains(part))
+    }
+
+    /// Whether a JSON property (or an XML element or attribute) is sensitive, by its whole name.
+    /// Form fields and multipart parts: [`is_sensitive_field`](Self::is_sensitive_field).
     pub fn is_sensitive_json_property(&self, name: &str) -> bool {
         self.json.contains(name)
     }
+}
+
+/// Whether `name`, or a part of it in bracket notation (`a[b][c]` has `a`, `b` and `c`), is
+/// `sensitive`. Only a name with a `[` is split, so plain names cost one lookup.
+fn any_part_of(name: &str, sensitive: impl Fn(&str) -> bool) -> bool {
+    sensitive(name)
+        || (name.contains('[')
+            && name
+                .split(['[', ']'])
+                .any(|part| !part.is_empty() && sensitive(part)))
 }
 
 /// How a body is to be read.
@@ -636,7 +667,7 @@ impl Sanitizer {
             BodyKind::Form => Cow::Owned(url::redact_pairs(
                 text,
                 '&',
-                &|n| rules.is_sensitive_json_property(n),
+                &|n| rules.is_sensitive_field(n),
                 &mut found,
             )),
             BodyKind::Multipart(boundary) if depth < MULTIPART_NESTING => {

@@ -315,6 +315,56 @@ fn rule_5_a_form_body_is_redacted_by_field_name() {
     assert_eq!(s.text("correct horse battery"), "[REDACTED] battery");
 }
 
+/// Rails, PHP and qs nest form fields and query parameters by brackets (`user[password]`): a
+/// name with a sensitive part is sensitive, as a JSON member is redacted under or holding a
+/// sensitive name, in a form, a multipart body, an HTML form and a query alike.
+#[test]
+fn rules_2_and_5_names_in_bracket_notation_are_sensitive_by_any_part() {
+    let s = sanitizer();
+    assert_eq!(
+        s.body(
+            Some("application/x-www-form-urlencoded"),
+            b"user[email]=a%40b.c&user[password]=bracket-form-secret&password[]=array-secret-1\
+&tokens[0][access_token]=deep-bracket-secret&user%5Bsecret%5D=encoded-bracket-secret\
+&token[type]=bearer-type-1&user[name]=Ada&[]=x&a[=1&]b=2"
+        ),
+        "user[email]=a%40b.c&user[password]=[REDACTED]&password[]=[REDACTED]\
+&tokens[0][access_token]=[REDACTED]&user%5Bsecret%5D=[REDACTED]\
+&token[type]=[REDACTED]&user[name]=Ada&[]=x&a[=1&]b=2"
+    );
+    assert_eq!(
+        s.url("https://h/search?auth[token]=bracket-query-secret&page[size]=10&filter[key]=k-secret-1#x[api_key]=frag-bracket-secret"),
+        "https://h/search?auth[token]=[REDACTED]&page[size]=10&filter[key]=[REDACTED]#x[api_key]=[REDACTED]"
+    );
+    let multipart = "--b\r\nContent-Disposition: form-data; name=\"user[password]\"\r\n\r\nbracket-part-secret\r\n--b--\r\n";
+    assert_eq!(
+        s.body(Some("multipart/form-data; boundary=b"), multipart.as_bytes()),
+        "--b\r\nContent-Disposition: form-data; name=\"user[password]\"\r\n\r\n[REDACTED]\r\n--b--\r\n"
+    );
+    assert_eq!(
+        s.body(
+            Some("text/html"),
+            br#"<input name="user[password]" value="bracket-input-secret">"#
+        ),
+        r#"<input name="user[password]" value="[REDACTED]">"#
+    );
+    assert_eq!(
+        s.text(
+            "bracket-form-secret array-secret-1 deep-bracket-secret encoded-bracket-secret bearer-type-1 \
+             bracket-query-secret frag-bracket-secret bracket-part-secret bracket-input-secret"
+        ),
+        ["[REDACTED]"; 9].join(" ")
+    );
+    // XML names and JSON keys are taken whole: brackets nest nothing there.
+    assert_eq!(
+        s.body(
+            Some("application/json"),
+            br#"{"user[password]": "kept-json-value"}"#
+        ),
+        r#"{"user[password]": "kept-json-value"}"#
+    );
+}
+
 #[test]
 fn rule_5_a_multipart_body_is_redacted_by_part_name() {
     let s = sanitizer();
