@@ -36,6 +36,7 @@
 //! ```
 
 mod json;
+mod known;
 mod markup;
 mod secrets;
 mod url;

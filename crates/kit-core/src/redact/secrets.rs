@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::REDACTED;
+use super::known::KnownSecrets;
 
 /// Shorter values are not remembered: replacing every `1` or `true` by value would mangle
 /// text, and the leak check would find them everywhere. They are still redacted where they
@@ -128,7 +129,9 @@ const DFA_PATTERN_BYTES: usize = 4 * 1024;
 /// secrets of 40 bytes, 64 KiB of text: 0.84 against 0.69 ms), so the DFA stays for the few
 /// short credentials a run usually knows. A contiguous NFA has a limit on its states; past it
 /// the noncontiguous one is built, as aho-corasick's own choice does, never none.
-fn leftmost_longest<P: AsRef<[u8]>>(patterns: &[P]) -> Result<AhoCorasick, aho_corasick::BuildError> {
+pub(crate) fn leftmost_longest<P: AsRef<[u8]>>(
+    patterns: &[P],
+) -> Result<AhoCorasick, aho_corasick::BuildError> {
     let mut builder = AhoCorasick::builder();
     builder.match_kind(MatchKind::LeftmostLongest);
     let bytes: usize = patterns.iter().map(|p| p.as_ref().len()).sum();
@@ -150,18 +153,17 @@ struct State {
     seen: HashSet<Box<str>>,
     values: Vec<Box<str>>,
     fingerprints: Vec<Fingerprint>,
-    matcher: Option<Arc<AhoCorasick>>,
+    matcher: Arc<KnownSecrets>,
     /// Secrets were added since `matcher` was built. Rebuilding waits for the next
-    /// replacement, so a body with thousands of new secrets builds the automaton once.
+    /// replacement, so a body with thousands of new secrets builds an automaton once.
     stale: bool,
-    /// How many times the automaton was built.
+    /// How many times the matcher was built.
     builds: u64,
 }
 
 impl State {
     fn rebuild(&mut self) {
-        let values: Vec<&[u8]> = self.values.iter().map(|v| v.as_bytes()).collect();
-        self.matcher = leftmost_longest(&values).ok().map(Arc::new);
+        self.matcher = Arc::new(self.matcher.with_new(&self.values));
         self.stale = false;
         self.builds += 1;
     }
@@ -255,16 +257,14 @@ impl SecretRegistry {
 
     /// `text` with every known secret replaced by `[REDACTED]`; borrowed when there is none.
     pub fn replace_known<'t>(&self, text: &'t str) -> Cow<'t, str> {
-        match self.matcher() {
-            Some(m) if m.is_match(text) => {
-                let mut out = String::with_capacity(text.len());
-                m.replace_all_with(text, &mut out, |_, _, dst| {
-                    dst.push_str(REDACTED);
-                    true
-                });
-                Cow::Owned(out)
-            }
-            _ => Cow::Borrowed(text),
+        match self.replace_known_bytes(text.as_bytes()) {
+            Cow::Borrowed(_) => Cow::Borrowed(text),
+            // Secrets are whole strings, so each match starts and ends on a character boundary,
+            // and what replaces it is text.
+            Cow::Owned(bytes) => Cow::Owned(
+                String::from_utf8(bytes)
+                    .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+            ),
         }
     }
 
@@ -286,35 +286,34 @@ impl SecretRegistry {
     /// );
     /// ```
     pub fn replace_known_in_json<'t>(&self, text: &'t str) -> Cow<'t, str> {
-        let Some(m) = self.matcher().filter(|m| m.is_match(text)) else {
-            return Cow::Borrowed(text);
-        };
         let bytes = text.as_bytes();
+        let m = self.matcher();
+        if !m.is_match(bytes) {
+            return Cow::Borrowed(text);
+        }
         let mut out = String::with_capacity(text.len());
         let mut copied = 0;
         let mut strings = StringTracker::default();
-        for found in m.find_iter(text) {
-            if found.start() < copied {
+        for found in m.find_iter(bytes) {
+            if found.start < copied {
                 // Inside a token an earlier secret replaced whole.
                 continue;
             }
             // A match of number or literal bytes holds no quote, so it cannot leave the string
             // or the token it starts in.
-            let scalar = bytes[found.start()..found.end()]
-                .iter()
-                .all(|&b| is_scalar_byte(b));
-            let (from, to, quoted) = if scalar && !strings.inside_at(bytes, found.start()) {
-                let mut from = found.start();
+            let scalar = bytes[found.clone()].iter().all(|&b| is_scalar_byte(b));
+            let (from, to, quoted) = if scalar && !strings.inside_at(bytes, found.start) {
+                let mut from = found.start;
                 while from > copied && is_scalar_byte(bytes[from - 1]) {
                     from -= 1;
                 }
-                let mut to = found.end();
+                let mut to = found.end;
                 while to < bytes.len() && is_scalar_byte(bytes[to]) {
                     to += 1;
                 }
                 (from, to, true)
             } else {
-                (found.start(), found.end(), false)
+                (found.start, found.end, false)
             };
             out.push_str(&text[copied..from]);
             if quoted {
@@ -332,21 +331,23 @@ impl SecretRegistry {
 
     /// [`replace_known`](Self::replace_known) on bytes that are not text (a binary body).
     pub fn replace_known_bytes<'b>(&self, bytes: &'b [u8]) -> Cow<'b, [u8]> {
-        match self.matcher() {
-            Some(m) if m.is_match(bytes) => {
-                let mut out = Vec::with_capacity(bytes.len());
-                m.replace_all_with_bytes(bytes, &mut out, |_, _, dst| {
-                    dst.extend_from_slice(REDACTED.as_bytes());
-                    true
-                });
-                Cow::Owned(out)
-            }
-            _ => Cow::Borrowed(bytes),
+        let m = self.matcher();
+        if !m.is_match(bytes) {
+            return Cow::Borrowed(bytes);
         }
+        let mut out = Vec::with_capacity(bytes.len());
+        let mut copied = 0;
+        for found in m.find_iter(bytes) {
+            out.extend_from_slice(&bytes[copied..found.start]);
+            out.extend_from_slice(REDACTED.as_bytes());
+            copied = found.end;
+        }
+        out.extend_from_slice(&bytes[copied..]);
+        Cow::Owned(out)
     }
 
-    /// The automaton over every known secret, rebuilt first if secrets arrived since.
-    fn matcher(&self) -> Option<Arc<AhoCorasick>> {
+    /// The matcher of every known secret, brought up to date first if secrets arrived since.
+    fn matcher(&self) -> Arc<KnownSecrets> {
         let fresh = {
             let state = self.state.read().unwrap_or_else(PoisonError::into_inner);
             (!state.stale).then(|| state.matcher.clone())
