@@ -112,7 +112,7 @@ pub(crate) fn redact_xml(text: &str, rules: &Rules, found: &mut dyn FnMut(&str))
         }
         let name = &text[lt + 1..j];
         out.push_str(&text[lt..j]);
-        let tag = start_tag(text, j, &mut pieces);
+        let (tag_end, closed, self_closing) = start_tag(text, j, &mut pieces);
         // An HTML form field (`<input name="token" value="…">`, `<meta name=… content=…>`)
         // holds the value of the name it gives, whichever order its attributes come in.
         let field_is_sensitive = pieces.iter().any(|piece| match piece {
@@ -148,8 +148,7 @@ pub(crate) fn redact_xml(text: &str, rules: &Rules, found: &mut dyn FnMut(&str))
                 }
             }
         }
-        let (j, closed, self_closing) = tag;
-        i = j;
+        i = tag_end;
         if closed && !self_closing {
             elements.start(local(name), rules.is_sensitive_json_property(local(name)));
         }
