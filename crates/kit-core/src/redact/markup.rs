@@ -1,6 +1,6 @@
 //! XML and multipart bodies.
 
-use super::{REDACTED, Rules};
+use super::{REDACTED, Rules, skip_while};
 
 /// The local part of a qualified XML name (`ns:password` is `password`).
 fn local(name: &str) -> &str {
@@ -106,10 +106,9 @@ pub(crate) fn redact_xml(text: &str, rules: &Rules, found: &mut dyn FnMut(&str))
             continue;
         }
         // A start tag: its name, then attributes.
-        let mut j = lt + 1;
-        while j < bytes.len() && !bytes[j].is_ascii_whitespace() && bytes[j] != b'>' && bytes[j] != b'/' {
-            j += 1;
-        }
+        let j = skip_while(bytes, lt + 1, |b| {
+            !b.is_ascii_whitespace() && b != b'>' && b != b'/'
+        });
         let name = &text[lt + 1..j];
         out.push_str(&text[lt..j]);
         let (tag_end, closed, self_closing) = start_tag(text, j, &mut pieces);
@@ -177,12 +176,11 @@ enum Piece {
 fn start_tag(text: &str, from: usize, pieces: &mut Vec<Piece>) -> (usize, bool, bool) {
     pieces.clear();
     let bytes = text.as_bytes();
+    let space = |b: u8| b.is_ascii_whitespace();
     let mut j = from;
     loop {
         let ws = j;
-        while j < bytes.len() && bytes[j].is_ascii_whitespace() {
-            j += 1;
-        }
+        j = skip_while(bytes, j, space);
         if j > ws {
             pieces.push(Piece::Copy(ws..j));
         }
@@ -200,13 +198,8 @@ fn start_tag(text: &str, from: usize, pieces: &mut Vec<Piece>) -> (usize, bool, 
         }
         // An attribute: name, optional whitespace, '=', optional whitespace, a value.
         let name_start = j;
-        while j < bytes.len() && !matches!(bytes[j], b'=' | b'>' | b'/') && !bytes[j].is_ascii_whitespace() {
-            j += 1;
-        }
-        let mut k = j;
-        while k < bytes.len() && bytes[k].is_ascii_whitespace() {
-            k += 1;
-        }
+        j = skip_while(bytes, j, |b| !matches!(b, b'=' | b'>' | b'/') && !space(b));
+        let k = skip_while(bytes, j, space);
         if bytes.get(k) != Some(&b'=') {
             if j == name_start {
                 // A stray character: copy it and move on.
@@ -215,17 +208,12 @@ fn start_tag(text: &str, from: usize, pieces: &mut Vec<Piece>) -> (usize, bool, 
             pieces.push(Piece::Copy(name_start..j));
             continue;
         }
-        k += 1;
-        while k < bytes.len() && bytes[k].is_ascii_whitespace() {
-            k += 1;
-        }
+        let k = skip_while(bytes, k + 1, space);
         let name = name_start..j;
         match bytes.get(k) {
             Some(&quote @ (b'"' | b'\'')) => {
                 let value_start = k + 1;
-                let value_end = text[value_start..]
-                    .find(char::from(quote))
-                    .map_or(text.len(), |e| value_start + e);
+                let value_end = skip_while(bytes, value_start, |b| b != quote);
                 let closed = (value_end < text.len()).then_some(quote);
                 pieces.push(Piece::Attribute {
                     name,
@@ -235,9 +223,7 @@ fn start_tag(text: &str, from: usize, pieces: &mut Vec<Piece>) -> (usize, bool, 
                 j = (value_end + 1).min(text.len());
             }
             Some(_) => {
-                let value_end = text[k..]
-                    .find(|c: char| c.is_ascii_whitespace() || c == '>')
-                    .map_or(text.len(), |e| k + e);
+                let value_end = skip_while(bytes, k, |b| !space(b) && b != b'>');
                 if value_end == k {
                     // `a= >`: no value.
                     pieces.push(Piece::Copy(name_start..k));

@@ -251,6 +251,16 @@ fn any_part_of(name: &str, sensitive: impl Fn(&str) -> bool) -> bool {
                 .any(|part| !part.is_empty() && sensitive(part)))
 }
 
+/// The first position at or after `at` whose byte `keep` refuses, or the end: the scans of the
+/// hand-written readers (attributes, a `Refresh` value), which read ASCII delimiters only, so
+/// every position they stop at is a character boundary.
+pub(crate) fn skip_while(bytes: &[u8], at: usize, keep: impl Fn(u8) -> bool) -> usize {
+    bytes
+        .get(at..)
+        .and_then(|rest| rest.iter().position(|&b| !keep(b)))
+        .map_or(bytes.len(), |p| at + p)
+}
+
 /// How a body is to be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum BodyKind {

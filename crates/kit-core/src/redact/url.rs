@@ -1,6 +1,6 @@
 //! URLs: user-info always removed, sensitive query values redacted.
 
-use super::{REDACTED, Rules};
+use super::{REDACTED, Rules, skip_while};
 
 /// Percent-decodes `text` (`+` as a space when `plus_is_space`), lossy for invalid UTF-8.
 pub(crate) fn percent_decode(text: &str, plus_is_space: bool) -> String {
@@ -189,37 +189,26 @@ impl UrlHeader {
 /// the value is a delay alone (the page reloads itself) or reads otherwise.
 fn refresh_url(value: &str) -> Option<std::ops::Range<usize>> {
     let bytes = value.as_bytes();
-    let skip = |mut at: usize, keep: &dyn Fn(u8) -> bool| {
-        while at < bytes.len() && keep(bytes[at]) {
-            at += 1;
-        }
-        at
-    };
     let space = |b: u8| b.is_ascii_whitespace();
-    let mut at = skip(0, &space);
-    at = skip(at, &|b| b.is_ascii_digit() || b == b'.');
-    at = skip(at, &space);
+    let mut at = skip_while(bytes, 0, space);
+    at = skip_while(bytes, at, |b| b.is_ascii_digit() || b == b'.');
+    at = skip_while(bytes, at, space);
     if !matches!(bytes.get(at), Some(b';' | b',')) {
         return None;
     }
-    at = skip(at + 1, &space);
-    if bytes.len() >= at + 3 && bytes[at..at + 3].eq_ignore_ascii_case(b"url") {
-        let equals = skip(at + 3, &space);
+    at = skip_while(bytes, at + 1, space);
+    if bytes
+        .get(at..at + 3)
+        .is_some_and(|u| u.eq_ignore_ascii_case(b"url"))
+    {
+        let equals = skip_while(bytes, at + 3, space);
         if bytes.get(equals) == Some(&b'=') {
-            at = skip(equals + 1, &space);
+            at = skip_while(bytes, equals + 1, space);
         }
     }
-    let (start, end) = match bytes.get(at) {
-        Some(&quote @ (b'"' | b'\'')) => {
-            let start = at + 1;
-            let end = bytes[start..]
-                .iter()
-                .position(|&b| b == quote)
-                .map_or(bytes.len(), |p| start + p);
-            (start, end)
-        }
-        Some(_) => (at, bytes.len()),
-        None => return None,
-    };
-    Some(start..end)
+    match bytes.get(at) {
+        Some(&quote @ (b'"' | b'\'')) => Some(at + 1..skip_while(bytes, at + 1, |b| b != quote)),
+        Some(_) => Some(at..bytes.len()),
+        None => None,
+    }
 }
