@@ -56,10 +56,15 @@ impl<'t> OpenElements<'t> {
 
 /// Redacts the text of elements with sensitive names, with everything inside them (text,
 /// CDATA, and the attribute values of elements inside them), the values of sensitive
-/// attributes, and (for HTML) the `value` or `content` of an element whose `name` attribute is
-/// sensitive: a form field. Tolerant: malformed markup is copied as it is, never rejected (an
+/// attributes, and the `value` or `content` of an element whose `name` attribute is sensitive:
+/// an HTML form field. Tolerant: malformed markup is copied as it is, never rejected (an
 /// element never closed redacts the text to the document's end).
-pub(crate) fn redact_xml(text: &str, rules: &Rules, found: &mut dyn FnMut(&str)) -> String {
+///
+/// In `html`, the text of `script`, `style` and `textarea` elements is read as HTML reads it,
+/// up to the element's end tag, with no markup inside: a script's text as JSON (or, not JSON,
+/// by the text fallback's `"name": value` pairs), and a `textarea` with a sensitive `name` as
+/// that field's value.
+pub(crate) fn redact_xml(text: &str, html: bool, rules: &Rules, found: &mut dyn FnMut(&str)) -> String {
     let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len());
     let mut elements = OpenElements::default();
@@ -148,12 +153,74 @@ pub(crate) fn redact_xml(text: &str, rules: &Rules, found: &mut dyn FnMut(&str))
             }
         }
         i = tag_end;
-        if closed && !self_closing {
-            elements.start(local(name), rules.is_sensitive_json_property(local(name)));
+        if !closed || self_closing {
+            continue;
         }
+        if let Some(kind) = html.then(|| RawText::of(name)).flatten() {
+            let content_end = raw_text_end(text, tag_end, name);
+            let content = &text[tag_end..content_end];
+            match kind {
+                RawText::Field if field_is_sensitive && !content.trim().is_empty() => {
+                    found(content.trim());
+                    out.push_str(REDACTED);
+                }
+                _ if elements.sensitive > 0 => elements.text(&mut out, content, found),
+                RawText::Script => out.push_str(&super::json_body(content, rules, found)),
+                RawText::Field | RawText::Style => out.push_str(content),
+            }
+            // The end tag is read as any other, and closes nothing: the element was not opened.
+            i = content_end;
+            continue;
+        }
+        elements.start(local(name), rules.is_sensitive_json_property(local(name)));
     }
     elements.text(&mut out, &text[i..], found);
     out
+}
+
+/// An HTML element whose content is text up to its end tag, not markup.
+#[derive(Clone, Copy)]
+enum RawText {
+    /// `script`: code, or data (`type="application/json"`, as frameworks embed a page's state).
+    Script,
+    /// `style`: CSS.
+    Style,
+    /// `textarea`: a form field's value.
+    Field,
+}
+
+impl RawText {
+    fn of(element: &str) -> Option<Self> {
+        [
+            ("script", Self::Script),
+            ("style", Self::Style),
+            ("textarea", Self::Field),
+        ]
+        .into_iter()
+        .find_map(|(name, kind)| element.eq_ignore_ascii_case(name).then_some(kind))
+    }
+}
+
+/// Where the text of raw-text element `name`, starting at `from`, ends: at its end tag (`</`,
+/// the name in any case, then whitespace, `/` or `>`), or at the end of `text`.
+fn raw_text_end(text: &str, from: usize, name: &str) -> usize {
+    let bytes = text.as_bytes();
+    let mut at = from;
+    while let Some(offset) = text[at..].find("</") {
+        let lt = at + offset;
+        let name_end = lt + 2 + name.len();
+        let closes = bytes
+            .get(lt + 2..name_end)
+            .is_some_and(|candidate| candidate.eq_ignore_ascii_case(name.as_bytes()))
+            && bytes
+                .get(name_end)
+                .is_none_or(|&b| b.is_ascii_whitespace() || b == b'/' || b == b'>');
+        if closes {
+            return lt;
+        }
+        at = lt + 2;
+    }
+    text.len()
 }
 
 /// A part of a start tag after its name.

@@ -11,7 +11,9 @@
 //! 4. sensitive JSON properties are redacted by name at any depth, duplicate keys included;
 //!    the rest of the document is kept exactly as written;
 //! 5. other bodies are scanned for the same names: form-urlencoded pairs, multipart parts (by
-//!    their `Content-Disposition` `name=`), XML elements (their text) and attributes;
+//!    their `Content-Disposition` `name=`), XML elements (their text) and attributes, and
+//!    HTML form fields and the JSON in its scripts; a field's name in bracket or dot notation
+//!    (`user[password]`, `user.password`) is sensitive by any of its parts;
 //! 6. a body that starts like JSON but does not parse is redacted by a text fallback: the
 //!    quoted string after a sensitive name is redacted, an object or array after one is
 //!    replaced whole (to its matching bracket, or to the end of a body cut short); numbers,
@@ -208,15 +210,16 @@ impl Rules {
         self.headers.contains(name)
     }
 
-    /// Whether a query parameter is sensitive: its name, or a part of a name in bracket
-    /// notation (`auth[token]`), is in the query parameters' list.
+    /// Whether a query parameter is sensitive: its name, or a part of a name in bracket or dot
+    /// notation (`auth[token]`, `auth.token`), is in the query parameters' list.
     pub fn is_sensitive_query_parameter(&self, name: &str) -> bool {
         any_part_of(name, |part| self.query.contains(part))
     }
 
     /// Whether a form field or multipart part (a field of an HTML form too) is sensitive: its
-    /// name, or a part of a name in bracket notation, is in the JSON properties' list. Rails,
-    /// PHP and qs nest fields so (`user[password]`, `tokens[0][access_token]`, `password[]`),
+    /// name, or a part of a name in bracket or dot notation, is in the JSON properties' list.
+    /// Rails, PHP and qs nest fields by brackets (`user[password]`, `tokens[0][access_token]`,
+    /// `password[]`), Spring and ASP.NET by dots (`user.password`, `tokens[0].access_token`),
     /// and a part sensitive anywhere makes the field so, as a JSON member under or holding a
     /// sensitive name is redacted.
     ///
@@ -225,6 +228,7 @@ impl Rules {
     ///
     /// let rules = Rules::new(&[], &[], &["password".to_owned()]);
     /// assert!(rules.is_sensitive_field("user[password]"));
+    /// assert!(rules.is_sensitive_field("user.password"));
     /// assert!(rules.is_sensitive_field("Password"));
     /// assert!(!rules.is_sensitive_field("user[name]"));
     /// // A JSON key or an XML name is taken whole.
@@ -241,13 +245,13 @@ impl Rules {
     }
 }
 
-/// Whether `name`, or a part of it in bracket notation (`a[b][c]` has `a`, `b` and `c`), is
-/// `sensitive`. Only a name with a `[` is split, so plain names cost one lookup.
+/// Whether `name`, or a part of it in bracket or dot notation (`a[b].c` has `a`, `b` and `c`),
+/// is `sensitive`. Only a name with a `[` or a `.` is split, so plain names cost one lookup.
 fn any_part_of(name: &str, sensitive: impl Fn(&str) -> bool) -> bool {
     sensitive(name)
-        || (name.contains('[')
+        || (name.contains(['[', '.'])
             && name
-                .split(['[', ']'])
+                .split(['[', ']', '.'])
                 .any(|part| !part.is_empty() && sensitive(part)))
 }
 
@@ -265,7 +269,11 @@ pub(crate) fn skip_while(bytes: &[u8], at: usize, keep: impl Fn(u8) -> bool) -> 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum BodyKind {
     Json,
-    Xml,
+    /// XML, or (`html`) HTML, whose `script`, `style` and `textarea` elements hold text, not
+    /// markup.
+    Markup {
+        html: bool,
+    },
     Form,
     Multipart(Option<String>),
     Text,
@@ -316,9 +324,12 @@ fn body_kind(content_type: Option<&str>, text: &str) -> BodyKind {
         if media == "application/json" || media == "text/json" || media.ends_with("+json") {
             return BodyKind::Json;
         }
+        if media.ends_with("/xml") || media.ends_with("+xml") {
+            return BodyKind::Markup { html: false };
+        }
         // HTML is read as markup too: its forms name their fields (see `markup::redact_xml`).
-        if media.ends_with("/xml") || media.ends_with("+xml") || media == "text/html" {
-            return BodyKind::Xml;
+        if media == "text/html" {
+            return BodyKind::Markup { html: true };
         }
         if media == "application/x-www-form-urlencoded" {
             return BodyKind::Form;
@@ -332,7 +343,12 @@ fn body_kind(content_type: Option<&str>, text: &str) -> BodyKind {
     if trimmed.starts_with('{') || trimmed.starts_with('[') {
         BodyKind::Json
     } else if trimmed.starts_with('<') {
-        BodyKind::Xml
+        let html = ["<!doctype html", "<html"].iter().any(|start| {
+            trimmed
+                .get(..start.len())
+                .is_some_and(|s| s.eq_ignore_ascii_case(start))
+        });
+        BodyKind::Markup { html }
     } else if trimmed.starts_with("--") && trimmed.contains("Content-Disposition") {
         BodyKind::Multipart(None)
     } else if !trimmed.is_empty()
@@ -674,7 +690,7 @@ impl Sanitizer {
         let mut found = self.remember();
         match kind {
             BodyKind::Json => json_body(text, rules, &mut found),
-            BodyKind::Xml => Cow::Owned(markup::redact_xml(text, rules, &mut found)),
+            BodyKind::Markup { html } => Cow::Owned(markup::redact_xml(text, html, rules, &mut found)),
             BodyKind::Form => Cow::Owned(url::redact_pairs(
                 text,
                 '&',

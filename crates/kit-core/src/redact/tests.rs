@@ -365,6 +365,109 @@ fn rules_2_and_5_names_in_bracket_notation_are_sensitive_by_any_part() {
     );
 }
 
+/// Spring and ASP.NET bind nested fields by dots (`user.password`, `tokens[0].access_token`):
+/// a part is sensitive as a bracketed one is.
+#[test]
+fn rules_2_and_5_names_in_dot_notation_are_sensitive_by_any_part() {
+    let s = sanitizer();
+    assert_eq!(
+        s.body(
+            Some("application/x-www-form-urlencoded"),
+            b"user.email=a%40b.c&user.password=dotted-form-secret&tokens[0].access_token=mixed-dot-secret\
+&user.name=Ada&.=x&a..b=1&v1.2=kept"
+        ),
+        "user.email=a%40b.c&user.password=[REDACTED]&tokens[0].access_token=[REDACTED]\
+&user.name=Ada&.=x&a..b=1&v1.2=kept"
+    );
+    assert_eq!(
+        s.url("https://h/search?auth.token=dotted-query-secret&page.size=10"),
+        "https://h/search?auth.token=[REDACTED]&page.size=10"
+    );
+    let multipart = "--b\r\nContent-Disposition: form-data; name=\"client.secret\"\r\n\r\ndotted-part-secret\r\n--b--\r\n";
+    assert_eq!(
+        s.body(Some("multipart/form-data; boundary=b"), multipart.as_bytes()),
+        "--b\r\nContent-Disposition: form-data; name=\"client.secret\"\r\n\r\n[REDACTED]\r\n--b--\r\n"
+    );
+    assert_eq!(
+        s.body(
+            Some("text/html"),
+            br#"<input name="Input.Password" value="dotted-input-secret">"#
+        ),
+        r#"<input name="Input.Password" value="[REDACTED]">"#
+    );
+    assert_eq!(
+        s.text(
+            "dotted-form-secret mixed-dot-secret dotted-query-secret dotted-part-secret dotted-input-secret"
+        ),
+        ["[REDACTED]"; 5].join(" ")
+    );
+    // JSON keys are taken whole: a dot is part of the name there.
+    assert_eq!(
+        s.body(
+            Some("application/json"),
+            br#"{"user.password": "kept-json-value"}"#
+        ),
+        r#"{"user.password": "kept-json-value"}"#
+    );
+}
+
+/// HTML's `script`, `style` and `textarea` hold text up to their end tag, not markup. Pages
+/// embed their state as JSON in a script (`<script id="__NEXT_DATA__" type="application/json">`,
+/// `window.__STATE__ = {…}`), and a `textarea` holds its field's value as its text.
+#[test]
+fn rule_5_html_scripts_and_textareas_are_read_as_text() {
+    let s = sanitizer();
+    let page = r#"<!DOCTYPE html><html><head>
+<style>p > a { color: red } /* <token>css-not-markup</token> */</style>
+<script id="__NEXT_DATA__" type="application/json">{"props":{"session":{"access_token":"next-data-access-token","user":"ada","expires":3600}}}</script>
+<SCRIPT>if (a < b && c > d) { window.__STATE__ = {"refresh_token": "inline-state-refresh", "page": "<p>"}; }</Script >
+</head><body><form>
+<textarea name="token">
+  textarea-token-secret
+</textarea><textarea name="comment">a <b>kept</b> comment</textarea>
+<textarea name="api_key"></textarea>
+</form><script>let s = "</scripts>"; x = {"secret": "after-lookalike-end"}</script><p>kept text</p></body></html>"#;
+    let expected = r#"<!DOCTYPE html><html><head>
+<style>p > a { color: red } /* <token>css-not-markup</token> */</style>
+<script id="__NEXT_DATA__" type="application/json">{"props":{"session":{"access_token":"[REDACTED]","user":"ada","expires":3600}}}</script>
+<SCRIPT>if (a < b && c > d) { window.__STATE__ = {"refresh_token": "[REDACTED]", "page": "<p>"}; }</Script >
+</head><body><form>
+<textarea name="token">[REDACTED]</textarea><textarea name="comment">a <b>kept</b> comment</textarea>
+<textarea name="api_key"></textarea>
+</form><script>let s = "</scripts>"; x = {"secret": "[REDACTED]"}</script><p>kept text</p></body></html>"#;
+    assert_eq!(s.body(Some("text/html"), page.as_bytes()), expected);
+    // Without a content type, a page that says it is HTML is read as HTML.
+    assert_eq!(s.body(None, page.as_bytes()), expected);
+    assert_eq!(
+        s.text("next-data-access-token inline-state-refresh textarea-token-secret after-lookalike-end css-not-markup"),
+        "[REDACTED] [REDACTED] [REDACTED] [REDACTED] css-not-markup"
+    );
+    // In XML, a `script` element is markup like any other.
+    assert_eq!(
+        s.body(
+            Some("application/xml"),
+            b"<script><token>xml-script-token</token></script>"
+        ),
+        "<script><token>[REDACTED]</token></script>"
+    );
+    // A script never closed is text to the end; many scripts and many lookalike end tags cost
+    // one pass.
+    let open = format!("<script>{{\"token\": \"{}", "y".repeat(4_000_000));
+    let out = linear(move || sanitizer().body(Some("text/html"), open.as_bytes()));
+    assert_eq!(out, "<script>{\"token\": \"[REDACTED]");
+    let many = format!(
+        "{}<script>{}",
+        "<script></script>".repeat(200_000),
+        "</scrip".repeat(500_000)
+    );
+    let out = linear(move || sanitizer().body(Some("text/html"), many.as_bytes()));
+    assert!(
+        out.starts_with("<script></script><script></script>"),
+        "{}",
+        &out[..40]
+    );
+}
+
 #[test]
 fn rule_5_a_multipart_body_is_redacted_by_part_name() {
     let s = sanitizer();
