@@ -482,7 +482,7 @@ fn string_end(bytes: &[u8], open: usize) -> Option<usize> {
 }
 
 /// Unescapes text the scanner did not validate: invalid escapes are kept as they are.
-fn unescape_lossy(raw: &str) -> String {
+pub(super) fn unescape_lossy(raw: &str) -> String {
     if raw.contains("\\u") {
         // Only unescape what is well-formed; the rest is compared as written.
         let valid = raw.split("\\u").skip(1).all(|part| {

@@ -61,9 +61,9 @@ impl<'t> OpenElements<'t> {
 /// element never closed redacts the text to the document's end).
 ///
 /// In `html`, the text of `script`, `style` and `textarea` elements is read as HTML reads it,
-/// up to the element's end tag, with no markup inside: a script's text as JSON (or, not JSON,
-/// by the text fallback's `"name": value` pairs), and a `textarea` with a sensitive `name` as
-/// that field's value.
+/// up to the element's end tag, with no markup inside: a script's text as JSON, or as
+/// JavaScript's names and strings (`script::redact_script`), and a `textarea` with a sensitive
+/// `name` as that field's value.
 pub(crate) fn redact_xml(text: &str, html: bool, rules: &Rules, found: &mut dyn FnMut(&str)) -> String {
     let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len());
@@ -165,7 +165,7 @@ pub(crate) fn redact_xml(text: &str, html: bool, rules: &Rules, found: &mut dyn 
                     out.push_str(REDACTED);
                 }
                 _ if elements.sensitive > 0 => elements.text(&mut out, content, found),
-                RawText::Script => out.push_str(&super::json_body(content, rules, found)),
+                RawText::Script => out.push_str(&super::script::redact_script(content, rules, found)),
                 RawText::Field | RawText::Style => out.push_str(content),
             }
             // The end tag is read as any other, and closes nothing: the element was not opened.

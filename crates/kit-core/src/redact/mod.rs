@@ -40,6 +40,7 @@
 mod json;
 mod known;
 mod markup;
+mod script;
 mod secrets;
 mod url;
 

@@ -468,6 +468,55 @@ fn rule_5_html_scripts_and_textareas_are_read_as_text() {
     );
 }
 
+/// Pages set their configuration in scripts with JavaScript's own syntax: unquoted keys,
+/// single quotes, assignments. A string under a sensitive name there is redacted too.
+#[test]
+fn rule_5_html_scripts_javascript_values_are_redacted_by_name() {
+    let s = sanitizer();
+    let page = r#"<html><head><script>
+  const firebaseConfig = {
+    apiKey: "firebase-api-key-value",
+    authDomain: "demo.firebaseapp.com",
+  };
+  window.config.token = 'assigned-token-value';
+  var c = {'client_secret': `template-client-secret`, password : "spaced-js-password", secret: 42};
+  if (a == token || b => token) { x = token ? 1 : "kept-ternary"; }
+  const s = "apiKey: 'inside-a-string-value'", n = 1e5, refresh_token = 'it\'s-escaped-token';
+  id_token = 'unterminated-line-token
+  let after = "kept-after-line";
+</script></head></html>"#;
+    let expected = r#"<html><head><script>
+  const firebaseConfig = {
+    apiKey: "[REDACTED]",
+    authDomain: "demo.firebaseapp.com",
+  };
+  window.config.token = '[REDACTED]';
+  var c = {'client_secret': `[REDACTED]`, password : "[REDACTED]", secret: 42};
+  if (a == token || b => token) { x = token ? 1 : "kept-ternary"; }
+  const s = "apiKey: 'inside-a-string-value'", n = 1e5, refresh_token = '[REDACTED]';
+  id_token = '[REDACTED]
+  let after = "kept-after-line";
+</script></head></html>"#;
+    assert_eq!(s.body(Some("text/html"), page.as_bytes()), expected);
+    assert_eq!(
+        s.text(
+            "firebase-api-key-value assigned-token-value template-client-secret spaced-js-password \
+             it's-escaped-token unterminated-line-token inside-a-string-value kept-ternary"
+        ),
+        "[REDACTED] [REDACTED] [REDACTED] [REDACTED] [REDACTED] [REDACTED] inside-a-string-value kept-ternary"
+    );
+    // Hostile scripts cost one pass: many names, and strings that never close.
+    let names = format!("<script>{}</script>", "token: 'v', ".repeat(300_000));
+    let out = linear(move || sanitizer().body(Some("text/html"), names.as_bytes()));
+    assert!(
+        out.starts_with("<script>token: '[REDACTED]', token: '[REDACTED]'"),
+        "{}",
+        &out[..60]
+    );
+    let open = format!("<script>{}", "'".repeat(1_000_000) + &"token = `".repeat(300_000));
+    linear(move || sanitizer().body(Some("text/html"), open.as_bytes()));
+}
+
 #[test]
 fn rule_5_a_multipart_body_is_redacted_by_part_name() {
     let s = sanitizer();
