@@ -59,7 +59,18 @@ use crate::options::{JsonDiagnosticOptions, KitHttpAttachmentOptions};
 /// What redacted values are replaced by.
 pub const REDACTED: &str = "[REDACTED]";
 
-/// The sensitive names, compared case-insensitively (ASCII).
+/// The sensitive names, compared case-insensitively (ASCII). A query parameter's or a JSON
+/// property's name also stands for its twin in the other common case: `access_token` for
+/// `accessToken` (and `AccessToken`), `connectionString` for `connection_string`.
+///
+/// ```
+/// use kit_core::redact::Rules;
+///
+/// let rules = Rules::new(&[], &["access_token".to_owned()], &["connectionString".to_owned()]);
+/// assert!(rules.is_sensitive_query_parameter("accessToken"));
+/// assert!(rules.is_sensitive_json_property("connection_string"));
+/// assert!(!rules.is_sensitive_json_property("connection"));
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Rules {
     headers: Names,
@@ -150,6 +161,29 @@ impl NameFinder {
     }
 }
 
+/// A configured name and the names it stands for, lower-cased: itself, and the same words
+/// written in the other common case (`access_token` is also `accessToken` and `AccessToken`,
+/// compared without case as `accesstoken`; `connectionString` is also `connection_string`).
+/// The spec's lists pair `apiKey` with `api_key` and `clientSecret` with `client_secret`, but
+/// not `accessToken` with `access_token`: APIs that write JSON in camel case would otherwise
+/// have their tokens recorded.
+fn twins(name: &str) -> impl Iterator<Item = String> {
+    let lower = name.to_ascii_lowercase();
+    let joined: String = lower.chars().filter(|&c| c != '_' && c != '-').collect();
+    let mut snake = String::with_capacity(name.len() + 4);
+    let mut after_lower = false;
+    for c in name.chars() {
+        if c.is_ascii_uppercase() && after_lower {
+            snake.push('_');
+        }
+        after_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+        snake.push(c.to_ascii_lowercase());
+    }
+    let joined = (!joined.is_empty() && joined != lower).then_some(joined);
+    let snake = (snake != lower).then_some(snake);
+    std::iter::once(lower).chain(joined).chain(snake)
+}
+
 /// Made from the names, so equal whenever they are.
 impl PartialEq for Names {
     fn eq(&self, other: &Self) -> bool {
@@ -160,8 +194,24 @@ impl PartialEq for Names {
 impl Eq for Names {}
 
 impl Names {
+    /// The names of `list`, as written (case aside).
     fn new(list: &[String]) -> Self {
-        let names: Vec<String> = list.iter().map(|s| s.to_ascii_lowercase()).collect();
+        Self::of(list.iter().map(|name| name.to_ascii_lowercase()))
+    }
+
+    /// The names of `list` and their [`twins`]: a field's or parameter's name is a word or
+    /// two, which APIs write in more than one case.
+    fn with_twins(list: &[String]) -> Self {
+        Self::of(list.iter().flat_map(|name| twins(name)))
+    }
+
+    fn of(lower: impl Iterator<Item = String>) -> Self {
+        let mut names: Vec<String> = Vec::new();
+        for name in lower {
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
         let lengths = names.iter().fold(0, |bits, n| bits | Self::bit(n.len()));
         Names {
             names,
@@ -170,9 +220,10 @@ impl Names {
         }
     }
 
-    /// [`new`](Self::new), with the finder [`may_occur_in`](Self::may_occur_in) uses.
+    /// [`with_twins`](Self::with_twins), with the finder [`may_occur_in`](Self::may_occur_in)
+    /// uses.
     fn searchable(list: &[String]) -> Self {
-        let mut names = Self::new(list);
+        let mut names = Self::with_twins(list);
         if !names.names.is_empty() {
             names.finder = NameFinder::new(&names.names).map(Arc::new);
         }
@@ -201,7 +252,7 @@ impl Rules {
     pub fn new(headers: &[String], query: &[String], json: &[String]) -> Self {
         Rules {
             headers: Names::new(headers),
-            query: Names::new(query),
+            query: Names::with_twins(query),
             json: Names::searchable(json),
         }
     }

@@ -365,6 +365,45 @@ fn rules_2_and_5_names_in_bracket_notation_are_sensitive_by_any_part() {
     );
 }
 
+/// The spec's default lists pair `apiKey` with `api_key` but not `accessToken` with
+/// `access_token`: every name stands for its twin in the other case, so an API that writes
+/// camel case (or .NET's Pascal case) has its tokens redacted too.
+#[test]
+fn rules_2_4_and_5_names_stand_for_their_twins_in_the_other_case() {
+    let s = sanitizer();
+    assert_eq!(
+        s.body(
+            Some("application/json"),
+            br#"{"accessToken": "camel-access-token", "RefreshToken": "pascal-refresh-token", "idToken": "camel-id-token", "connection_string": "snake-connection-string", "ACCESSTOKEN": "upper-access-token", "accessTokens": "kept-plural", "access-token": "kept-kebab", "tokenType": "Bearer"}"#
+        ),
+        r#"{"accessToken": "[REDACTED]", "RefreshToken": "[REDACTED]", "idToken": "[REDACTED]", "connection_string": "[REDACTED]", "ACCESSTOKEN": "[REDACTED]", "accessTokens": "kept-plural", "access-token": "kept-kebab", "tokenType": "Bearer"}"#
+    );
+    assert_eq!(
+        s.url("https://h/cb?accessToken=camel-query-token&clientSecret=x&page=2"),
+        "https://h/cb?accessToken=[REDACTED]&clientSecret=[REDACTED]&page=2"
+    );
+    assert_eq!(
+        s.body(
+            Some("application/x-www-form-urlencoded"),
+            b"grantType=refresh_token&refreshToken=camel-form-refresh"
+        ),
+        "grantType=refresh_token&refreshToken=[REDACTED]"
+    );
+    // Rule 6's text fallback compares names the same way.
+    assert_eq!(
+        s.text(r#"cut short: {"idToken": "fallback-id-token", "user"#),
+        r#"cut short: {"idToken": "[REDACTED]", "user"#
+    );
+    assert_eq!(
+        s.text("camel-access-token pascal-refresh-token camel-id-token snake-connection-string upper-access-token camel-query-token camel-form-refresh fallback-id-token kept-plural"),
+        format!("{} kept-plural", ["[REDACTED]"; 8].join(" "))
+    );
+    // Headers keep their names as the lists give them.
+    let rules = Rules::new(&["X-Api-Key".to_owned()], &[], &[]);
+    assert!(rules.is_sensitive_header("x-api-key"));
+    assert!(!rules.is_sensitive_header("XApiKey"));
+}
+
 /// Spring and ASP.NET bind nested fields by dots (`user.password`, `tokens[0].access_token`):
 /// a part is sensitive as a bracketed one is.
 #[test]
