@@ -49,6 +49,7 @@ use std::sync::Arc;
 
 use aho_corasick::{AhoCorasick, packed};
 use base64::Engine as _;
+use rustc_hash::FxHashSet;
 
 pub use secrets::{
     Fingerprint, FingerprintSet, Leak, LeakScanner, MIN_SECRET_LEN, SecretRegistry, rolling_hash,
@@ -206,12 +207,9 @@ impl Names {
     }
 
     fn of(lower: impl Iterator<Item = String>) -> Self {
-        let mut names: Vec<String> = Vec::new();
-        for name in lower {
-            if !names.contains(&name) {
-                names.push(name);
-            }
-        }
+        // Each name once, in the order given: a name and its twins often coincide.
+        let mut seen = FxHashSet::default();
+        let names: Vec<String> = lower.filter(|name| seen.insert(name.clone())).collect();
         let lengths = names.iter().fold(0, |bits, n| bits | Self::bit(n.len()));
         Names {
             names,
