@@ -1,5 +1,6 @@
 //! Sanitizer throughput on a 1 MiB JSON body, beside a plain `serde_json::from_slice` of the
-//! same bytes for scale; and the leak scan `kit-cli audit` runs over every entry of an archive.
+//! same bytes for scale, and on a 1 MiB HTML page; and the leak scan `kit-cli audit` runs over
+//! every entry of an archive.
 //!
 //! `cargo bench -p kit-core --bench sanitizer`
 
@@ -28,6 +29,28 @@ fn orders(named: bool) -> Vec<u8> {
         i += 1;
     }
     out.push(']');
+    out.into_bytes()
+}
+
+/// About 1 MiB of HTML as a server renders it: each block a form with a hidden sensitive
+/// field, a script holding its state as JSON and a configuration as JavaScript, a text area
+/// and a paragraph. Every block's values differ, so each is a new secret on the first pass.
+fn page() -> Vec<u8> {
+    let mut out = String::from("<!doctype html><html><head><title>Orders</title></head><body>\n");
+    let mut i = 0;
+    while out.len() < 1024 * 1024 {
+        out.push_str(&format!(
+            r#"<section class="order" data-id="{i}"><form method="post" action="/orders/{i}">
+<input type="hidden" name="csrf_token" value="csrf-{i:08x}-abcdef"><input type="hidden" name="id_token" value="idt-{i:08x}-abcdef">
+<textarea name="note" rows="3">deliver to the back door, ring twice &amp; wait</textarea><button type="submit">Save</button></form>
+<script type="application/json" id="state-{i}">{{"order":{{"id":{i},"sku":"SKU-{i:06}","access_token":"acc-{i:08x}-abcdef","lines":[1,2]}}}}</script>
+<script>window.config_{i} = {{ apiKey: "key-{i:08x}-abcdef", region: "eu-west-1", retries: 3 }}; if (a < b) {{ go(); }}</script>
+<p>Order <b>{i}</b> for <a href="/customers/{i}">Customer {i}</a>, placed today.</p></section>
+"#
+        ));
+        i += 1;
+    }
+    out.push_str("</body></html>");
     out.into_bytes()
 }
 
@@ -65,6 +88,17 @@ fn bench(c: &mut Criterion) {
         "sanitizer.body (no sensitive name in it, 100 known secrets, cap 65 536)",
         |b| b.iter(|| black_box(fresh.body(Some("application/json"), black_box(&unnamed)))),
     );
+    group.finish();
+
+    // HTML is read as markup: form fields by name, scripts as JSON and as JavaScript, text
+    // areas as text. Learns the page's secrets on its first pass, as the JSON rows do.
+    let html = page();
+    let learning_html = sanitizer().with_max_body_length(usize::MAX);
+    let mut group = c.benchmark_group("1 MiB HTML");
+    group.throughput(Throughput::Bytes(html.len() as u64));
+    group.bench_function("sanitizer.body (redact, 100 known secrets, no cap)", |b| {
+        b.iter(|| black_box(learning_html.body(Some("text/html"), black_box(&html))))
+    });
     group.finish();
 
     // What `kit-cli audit` does to each entry: a run's secrets known by fingerprint (their

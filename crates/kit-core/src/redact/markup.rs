@@ -4,7 +4,13 @@ use super::{REDACTED, Rules, skip_while};
 
 /// The local part of a qualified XML name (`ns:password` is `password`).
 fn local(name: &str) -> &str {
-    name.rsplit_once(':').map_or(name, |(_, l)| l)
+    // A plain loop: names are a few bytes, for which `rsplit_once`'s `memrchr` call cost more
+    // than the search (7% of an HTML page's time in the sanitizer bench, every attribute's
+    // name looked at twice).
+    match name.bytes().rposition(|b| b == b':') {
+        Some(colon) => &name[colon + 1..],
+        None => name,
+    }
 }
 
 /// How many open elements an end tag looks through for its own: well-formed markup closes
@@ -206,8 +212,14 @@ impl RawText {
 fn raw_text_end(text: &str, from: usize, name: &str) -> usize {
     let bytes = text.as_bytes();
     let mut at = from;
-    while let Some(offset) = text[at..].find("</") {
+    // By `<` (a `memchr`), then the `/`: a two-byte `str` pattern takes the slower two-way
+    // search, a twentieth of an HTML page's time in the sanitizer bench.
+    while let Some(offset) = text[at..].find('<') {
         let lt = at + offset;
+        if bytes.get(lt + 1) != Some(&b'/') {
+            at = lt + 1;
+            continue;
+        }
         let name_end = lt + 2 + name.len();
         let closes = bytes
             .get(lt + 2..name_end)
