@@ -1,5 +1,8 @@
 //! XML and multipart bodies.
 
+use std::borrow::Cow;
+
+use super::url::{UrlHeader, sanitize_url};
 use super::{REDACTED, Rules, skip_while};
 
 /// The local part of a qualified XML name (`ns:password` is `password`).
@@ -132,6 +135,15 @@ pub(crate) fn redact_xml(text: &str, html: bool, rules: &Rules, found: &mut dyn 
             }
             Piece::Copy(_) => false,
         });
+        // `<meta http-equiv="refresh" content="0; url=…">` redirects as a `Refresh` header does.
+        let refreshes = name.eq_ignore_ascii_case("meta")
+            && pieces.iter().any(|piece| match piece {
+                Piece::Attribute { name, value, .. } => {
+                    local(&text[name.clone()]).eq_ignore_ascii_case("http-equiv")
+                        && text[value.clone()].trim().eq_ignore_ascii_case("refresh")
+                }
+                Piece::Copy(_) => false,
+            });
         for piece in &pieces {
             match piece {
                 Piece::Copy(range) => out.push_str(&text[range.clone()]),
@@ -149,6 +161,8 @@ pub(crate) fn redact_xml(text: &str, html: bool, rules: &Rules, found: &mut dyn 
                         // part of what the element holds. Not remembered, as a child's text is
                         // not.
                         out.push_str(REDACTED);
+                    } else if let Some(kind) = url_attribute(attribute, refreshes) {
+                        out.push_str(&url_value(&text[value.clone()], kind, rules, found));
                     } else {
                         out.push_str(&text[value.clone()]);
                     }
@@ -182,6 +196,63 @@ pub(crate) fn redact_xml(text: &str, html: bool, rules: &Rules, found: &mut dyn 
     }
     elements.text(&mut out, &text[i..], found);
     out
+}
+
+/// How an attribute's value holds a URL, if it does: whole (a link's `href`, an image's `src`,
+/// a form's `action`), or after a delay (the `content` of a `<meta http-equiv="refresh">`).
+/// A password-reset link or a redirect to `…/callback?access_token=…` is recorded as any URL
+/// would be (rules 2 and 3).
+fn url_attribute(attribute: &str, refreshes: bool) -> Option<UrlHeader> {
+    const WHOLE: [&str; 8] = [
+        "href",
+        "src",
+        "action",
+        "formaction",
+        "cite",
+        "poster",
+        "data",
+        "background",
+    ];
+    if WHOLE.iter().any(|name| attribute.eq_ignore_ascii_case(name)) {
+        Some(UrlHeader::Whole)
+    } else if refreshes && attribute.eq_ignore_ascii_case("content") {
+        Some(UrlHeader::AfterDelay)
+    } else {
+        None
+    }
+}
+
+/// An attribute's URL sanitized, as written when nothing in it is. Markup escapes a query's
+/// `&` as `&amp;`, which is read as `&`, and written so again.
+fn url_value<'v>(
+    value: &'v str,
+    kind: UrlHeader,
+    rules: &Rules,
+    found: &mut dyn FnMut(&str),
+) -> Cow<'v, str> {
+    // Only a query, a fragment or user-info can hold what is redacted.
+    if !value.contains(['?', '#', '@']) {
+        return Cow::Borrowed(value);
+    }
+    let escaped = value.contains("&amp;");
+    let read: Cow<'_, str> = if escaped {
+        Cow::Owned(value.replace("&amp;", "&"))
+    } else {
+        Cow::Borrowed(value)
+    };
+    let mut sanitize = |url: &str| sanitize_url(url, rules, true, &mut *found);
+    let sanitized = match kind {
+        // Not trimmed, as a header's value is: the attribute is kept as written.
+        UrlHeader::Whole => sanitize(&read),
+        other => other.sanitize(&read, &mut sanitize),
+    };
+    if sanitized == *read {
+        Cow::Borrowed(value)
+    } else if escaped {
+        Cow::Owned(sanitized.replace('&', "&amp;"))
+    } else {
+        Cow::Owned(sanitized)
+    }
 }
 
 /// An HTML element whose content is text up to its end tag, not markup.

@@ -507,6 +507,42 @@ fn rule_5_html_scripts_and_textareas_are_read_as_text() {
     );
 }
 
+/// A page's links are URLs: a password-reset link, a form posting to a callback, an image
+/// with a key, a meta refresh. Their sensitive query values and user-info are redacted as a
+/// `Location` header's are (rules 2 and 3), with markup's `&amp;` read as `&`.
+#[test]
+fn rules_2_and_3_urls_in_html_attributes_are_sanitized() {
+    let s = sanitizer();
+    let page = r#"<html><head><meta http-equiv="Refresh" content="0; URL='/next?token=meta-refresh-token'">
+<link rel="next" href="/items?page=2&amp;api_key=link-api-key-value"></head><body>
+<a href="https://app.example/reset?user=ada&amp;token=reset-link-token#step=2">Reset</a>
+<form action="https://svc:form-action-password@h.example/cb?access_token=form-action-token" method="post"></form>
+<img src=/pixel.png?secret=unquoted-src-secret alt="x"><a href="/search?q=a&amp;page=2#top">kept</a>
+<a href="/plain">plain</a><meta name="og:url" content="/share?token=kept-not-a-url-attribute"></body></html>"#;
+    let expected = r#"<html><head><meta http-equiv="Refresh" content="0; URL='/next?token=[REDACTED]'">
+<link rel="next" href="/items?page=2&amp;api_key=[REDACTED]"></head><body>
+<a href="https://app.example/reset?user=ada&amp;token=[REDACTED]#step=2">Reset</a>
+<form action="https://h.example/cb?access_token=[REDACTED]" method="post"></form>
+<img src=/pixel.png?secret=[REDACTED] alt="x"><a href="/search?q=a&amp;page=2#top">kept</a>
+<a href="/plain">plain</a><meta name="og:url" content="/share?token=kept-not-a-url-attribute"></body></html>"#;
+    assert_eq!(s.body(Some("text/html"), page.as_bytes()), expected);
+    assert_eq!(
+        s.text(
+            "meta-refresh-token link-api-key-value reset-link-token form-action-password \
+             form-action-token unquoted-src-secret kept-not-a-url-attribute"
+        ),
+        format!("{} kept-not-a-url-attribute", ["[REDACTED]"; 6].join(" "))
+    );
+    // XML's links are URLs too (an Atom feed's `<link href>`).
+    assert_eq!(
+        s.body(
+            Some("application/atom+xml"),
+            br#"<feed><link href="https://h/feed?page=2&amp;access_token=atom-feed-token"/></feed>"#
+        ),
+        r#"<feed><link href="https://h/feed?page=2&amp;access_token=[REDACTED]"/></feed>"#
+    );
+}
+
 /// Pages set their configuration in scripts with JavaScript's own syntax: unquoted keys,
 /// single quotes, assignments. A string under a sensitive name there is redacted too.
 #[test]
