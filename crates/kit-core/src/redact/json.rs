@@ -115,6 +115,25 @@ impl<'a> Scanner<'a> {
         Ok((start + 1, self.pos - 1))
     }
 
+    /// The string value whose content is `from..to` sanitized as a URL (rules 2 and 3), and
+    /// written anew where that changed it: a pagination link carrying an `access_token`, a
+    /// database URL with a password in its user-info.
+    // Kept out of the scan's loop: few strings are URLs, and fewer hold anything to redact.
+    #[cold]
+    #[inline(never)]
+    fn sanitize_url(&mut self, from: usize, to: usize, rules: &Rules, found: &mut dyn FnMut(&str)) {
+        let url = unescape(&self.text[from..to]);
+        let sanitized = super::url::sanitize_url(&url, rules, true, found);
+        if sanitized != *url {
+            self.out.push_str(&self.text[self.copied..from]);
+            // The string's quotes stay where they are; its content is escaped again.
+            let quoted = serde_json::to_string(&sanitized).unwrap_or_default();
+            self.out
+                .push_str(quoted.get(1..quoted.len().saturating_sub(1)).unwrap_or_default());
+            self.copied = to;
+        }
+    }
+
     fn literal(&mut self, word: &str) -> Result<(), NotJson> {
         if self.text[self.pos..].starts_with(word) {
             self.pos += word.len();
@@ -129,6 +148,30 @@ impl<'a> Scanner<'a> {
             .ok_or(NotJson)?
             .end;
         Ok(())
+    }
+}
+
+/// Whether a string's raw content may be a URL holding something to redact: absolute
+/// (`scheme://…`) or rooted (`/…`), with a query, a fragment or user-info. A string's first
+/// byte or first word answers for nearly every string that is not one.
+#[inline]
+fn may_be_url(content: &[u8]) -> bool {
+    let holds_more = || content.iter().any(|&b| matches!(b, b'?' | b'#' | b'@'));
+    match content.first() {
+        Some(b'/') => holds_more(),
+        // A scheme is a word of letters, digits and `+` (`https`, `postgres`, `svn+ssh`): the
+        // first byte that is none ends the look in most strings that are not URLs.
+        Some(b) if b.is_ascii_alphabetic() => {
+            let mut end = 1;
+            while end < content.len().min(16)
+                && (content[end].is_ascii_alphanumeric() || content[end] == b'+')
+            {
+                end += 1;
+            }
+            let rest = &content[end..];
+            (rest.starts_with(b"://") || rest.starts_with(b":\\/\\/")) && holds_more()
+        }
+        _ => false,
     }
 }
 
@@ -254,6 +297,8 @@ pub(crate) fn redact_json<'t>(
                     let (from, to) = s.string()?;
                     if redact {
                         found(&unescape(&text[from..to]));
+                    } else if s.redacting == 0 && may_be_url(&s.bytes[from..to]) {
+                        s.sanitize_url(from, to, rules, found);
                     }
                     complete_value(&mut s, &mut stack);
                 }

@@ -507,6 +507,33 @@ fn rule_5_html_scripts_and_textareas_are_read_as_text() {
     );
 }
 
+/// A URL in a JSON string is a URL: a pagination link carries the access token (as Graph
+/// APIs write `paging.next`), a configuration's database URL its password. Only a string that
+/// reads as a URL, absolute or rooted, is read so.
+#[test]
+fn rules_2_and_3_urls_in_json_strings_are_sanitized() {
+    let s = sanitizer();
+    let body = r#"{"data": [1], "paging": {"next": "https://graph.example/v1/me/feed?access_token=paging-access-token&after=abc", "previous": "https:\/\/graph.example\/v1\/feed?token=escaped-slash-token&before=x"}, "self": "/orders?page=2", "rel": "/cb#id_token=fragment-id-token", "note": "see http://x?token=kept-in-prose-value", "name": "Ada"}"#;
+    assert_eq!(
+        s.body(Some("application/json"), body.as_bytes()),
+        r#"{"data": [1], "paging": {"next": "https://graph.example/v1/me/feed?access_token=[REDACTED]&after=abc", "previous": "https://graph.example/v1/feed?token=[REDACTED]&before=x"}, "self": "/orders?page=2", "rel": "/cb#id_token=[REDACTED]", "note": "see http://x?token=kept-in-prose-value", "name": "Ada"}"#
+    );
+    // User-info is removed though no sensitive name is written anywhere in the body.
+    assert_eq!(
+        s.body(
+            Some("application/json"),
+            br#"{"database": {"url": "postgres://app:db-url-password@db.internal:5432/app", "pool": 4}, "home": "https://example.org/"}"#
+        ),
+        r#"{"database": {"url": "postgres://db.internal:5432/app", "pool": 4}, "home": "https://example.org/"}"#
+    );
+    assert_eq!(
+        s.text(
+            "paging-access-token escaped-slash-token fragment-id-token db-url-password kept-in-prose-value"
+        ),
+        format!("{} kept-in-prose-value", ["[REDACTED]"; 4].join(" "))
+    );
+}
+
 /// A page's links are URLs: a password-reset link, a form posting to a callback, an image
 /// with a key, a meta refresh. Their sensitive query values and user-info are redacted as a
 /// `Location` header's are (rules 2 and 3), with markup's `&amp;` read as `&`.
