@@ -1,4 +1,4 @@
-//! XML and multipart bodies.
+//! XML, HTML and multipart bodies.
 
 use std::borrow::Cow;
 
@@ -66,8 +66,9 @@ impl<'t> OpenElements<'t> {
 /// Redacts the text of elements with sensitive names, with everything inside them (text,
 /// CDATA, and the attribute values of elements inside them), the values of sensitive
 /// attributes, and the `value` or `content` of an element whose `name` attribute is sensitive:
-/// an HTML form field. Tolerant: malformed markup is copied as it is, never rejected (an
-/// element never closed redacts the text to the document's end).
+/// an HTML form field. Attributes that hold URLs (`href`, `src`, a form's `action`, a meta
+/// refresh's `content`) are sanitized as URLs. Tolerant: malformed markup is copied as it is,
+/// never rejected (an element never closed redacts the text to the document's end).
 ///
 /// In `html`, the text of `script`, `style` and `textarea` elements is read as HTML reads it,
 /// up to the element's end tag, with no markup inside: a script's text as JSON, or as
