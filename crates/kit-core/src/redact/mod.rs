@@ -384,28 +384,20 @@ fn json_body_scanned<'t>(text: &'t str, rules: &Rules, found: &mut dyn FnMut(&st
 const MULTIPART_NESTING: u8 = 8;
 
 fn body_kind(content_type: Option<&str>, text: &str) -> BodyKind {
-    if let Some(ct) = content_type {
-        let media = media_type(ct);
-        if media == "application/json" || media == "text/json" || media.ends_with("+json") {
-            return BodyKind::Json;
-        }
-        if media.ends_with("/xml") || media.ends_with("+xml") {
-            return BodyKind::Markup { html: false };
-        }
-        // HTML is read as markup too: its forms name their fields (see `markup::redact_xml`).
-        if media == "text/html" {
-            return BodyKind::Markup { html: true };
-        }
-        if media == "application/x-www-form-urlencoded" {
-            return BodyKind::Form;
-        }
-        if media.starts_with("multipart/") {
-            return BodyKind::Multipart(markup::boundary(ct));
-        }
+    let trimmed = text.trim_start();
+    let looks_json = trimmed.starts_with('{') || trimmed.starts_with('[');
+    if let Some(declared) = content_type.and_then(declared_kind) {
+        // A JSON document is read as JSON whatever its label says: servers send JSON as
+        // `text/html` (an error handler's page) and tests post it as a form by mistake, and
+        // read as markup or as pairs its names would pass. Checked only for a body that begins
+        // as JSON does under a label that says otherwise; `[0]=a&password=…` is a form.
+        let mislabelled = declared != BodyKind::Json
+            && looks_json
+            && serde_json::from_str::<serde::de::IgnoredAny>(trimmed).is_ok();
+        return if mislabelled { BodyKind::Json } else { declared };
     }
     // No (useful) content type: go by the first character.
-    let trimmed = text.trim_start();
-    if trimmed.starts_with('{') || trimmed.starts_with('[') {
+    if looks_json {
         BodyKind::Json
     } else if trimmed.starts_with('<') {
         let html = ["<!doctype html", "<html"].iter().any(|start| {
@@ -423,6 +415,25 @@ fn body_kind(content_type: Option<&str>, text: &str) -> BodyKind {
         BodyKind::Form
     } else {
         BodyKind::Text
+    }
+}
+
+/// The kind a content type names, if it names one the sanitizer reads.
+fn declared_kind(content_type: &str) -> Option<BodyKind> {
+    let media = media_type(content_type);
+    if media == "application/json" || media == "text/json" || media.ends_with("+json") {
+        Some(BodyKind::Json)
+    } else if media.ends_with("/xml") || media.ends_with("+xml") {
+        Some(BodyKind::Markup { html: false })
+    } else if media == "text/html" {
+        // HTML is read as markup too: its forms name their fields (see `markup::redact_xml`).
+        Some(BodyKind::Markup { html: true })
+    } else if media == "application/x-www-form-urlencoded" {
+        Some(BodyKind::Form)
+    } else if media.starts_with("multipart/") {
+        Some(BodyKind::Multipart(markup::boundary(content_type)))
+    } else {
+        None
     }
 }
 

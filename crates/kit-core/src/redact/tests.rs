@@ -507,6 +507,46 @@ fn rule_5_html_scripts_and_textareas_are_read_as_text() {
     );
 }
 
+/// A JSON document under another label is read as JSON: a server's error handler answers
+/// JSON as `text/html`, a test posts JSON as a form by mistake. A body under such a label that
+/// is not JSON, though it begins as JSON does, is read as its label says.
+#[test]
+fn rule_4_json_under_another_label_is_read_as_json() {
+    let s = sanitizer();
+    let json = br#"{"error": "unauthorized", "access_token": "mislabelled-html-token"}"#;
+    for label in [
+        "text/html",
+        "application/x-www-form-urlencoded",
+        "application/xml",
+        "multipart/form-data; boundary=b",
+    ] {
+        assert_eq!(
+            s.body(Some(label), json),
+            r#"{"error": "unauthorized", "access_token": "[REDACTED]"}"#,
+            "{label}"
+        );
+    }
+    assert_eq!(
+        s.body(
+            Some("application/x-www-form-urlencoded"),
+            b" [{\"password\": \"array-form-secret\"}]"
+        ),
+        r#" [{"password": "[REDACTED]"}]"#
+    );
+    // A form whose first field is bracketed begins with `[` and is no JSON: read as a form.
+    assert_eq!(
+        s.body(
+            Some("application/x-www-form-urlencoded"),
+            b"[0]=a&password=bracket-first-form-secret"
+        ),
+        "[0]=a&password=[REDACTED]"
+    );
+    assert_eq!(
+        s.text("mislabelled-html-token array-form-secret bracket-first-form-secret"),
+        "[REDACTED] [REDACTED] [REDACTED]"
+    );
+}
+
 /// A URL in a JSON string is a URL: a pagination link carries the access token (as Graph
 /// APIs write `paging.next`), a configuration's database URL its password. Only a string that
 /// reads as a URL, absolute or rooted, is read so.
