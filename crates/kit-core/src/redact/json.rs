@@ -156,7 +156,7 @@ impl<'a> Scanner<'a> {
 /// byte or first word answers for nearly every string that is not one.
 #[inline]
 fn may_be_url(content: &[u8]) -> bool {
-    let holds_more = || content.iter().any(|&b| matches!(b, b'?' | b'#' | b'@'));
+    let holds_more = || super::url::may_change(content);
     match content.first() {
         Some(b'/') => holds_more(),
         // A scheme is a word of letters, digits and `+` (`https`, `postgres`, `svn+ssh`): the

@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 
-use super::url::{UrlHeader, sanitize_url};
+use super::url::{UrlHeader, may_change, sanitize_url};
 use super::{REDACTED, Rules, skip_while};
 
 /// The local part of a qualified XML name (`ns:password` is `password`).
@@ -129,21 +129,12 @@ pub(crate) fn redact_xml(text: &str, html: bool, rules: &Rules, found: &mut dyn 
         let (tag_end, closed, self_closing) = start_tag(text, j, &mut pieces);
         // An HTML form field (`<input name="token" value="…">`, `<meta name=… content=…>`)
         // holds the value of the name it gives, whichever order its attributes come in.
-        let field_is_sensitive = pieces.iter().any(|piece| match piece {
-            Piece::Attribute { name, value, .. } => {
-                local(&text[name.clone()]).eq_ignore_ascii_case("name")
-                    && rules.is_sensitive_field(text[value.clone()].trim())
-            }
-            Piece::Copy(_) => false,
-        });
+        let field_is_sensitive =
+            has_attribute(text, &pieces, "name", |value| rules.is_sensitive_field(value));
         // `<meta http-equiv="refresh" content="0; url=…">` redirects as a `Refresh` header does.
         let refreshes = name.eq_ignore_ascii_case("meta")
-            && pieces.iter().any(|piece| match piece {
-                Piece::Attribute { name, value, .. } => {
-                    local(&text[name.clone()]).eq_ignore_ascii_case("http-equiv")
-                        && text[value.clone()].trim().eq_ignore_ascii_case("refresh")
-                }
-                Piece::Copy(_) => false,
+            && has_attribute(text, &pieces, "http-equiv", |value| {
+                value.eq_ignore_ascii_case("refresh")
             });
         for piece in &pieces {
             match piece {
@@ -199,6 +190,17 @@ pub(crate) fn redact_xml(text: &str, html: bool, rules: &Rules, found: &mut dyn 
     out
 }
 
+/// Whether a start tag read into `pieces` has attribute `wanted` (its local name, any case)
+/// with a value, trimmed, that `judge` accepts.
+fn has_attribute(text: &str, pieces: &[Piece], wanted: &str, judge: impl Fn(&str) -> bool) -> bool {
+    pieces.iter().any(|piece| match piece {
+        Piece::Attribute { name, value, .. } => {
+            local(&text[name.clone()]).eq_ignore_ascii_case(wanted) && judge(text[value.clone()].trim())
+        }
+        Piece::Copy(_) => false,
+    })
+}
+
 /// How an attribute's value holds a URL, if it does: whole (a link's `href`, an image's `src`,
 /// a form's `action`), or after a delay (the `content` of a `<meta http-equiv="refresh">`).
 /// A password-reset link or a redirect to `…/callback?access_token=…` is recorded as any URL
@@ -231,8 +233,7 @@ fn url_value<'v>(
     rules: &Rules,
     found: &mut dyn FnMut(&str),
 ) -> Cow<'v, str> {
-    // Only a query, a fragment or user-info can hold what is redacted.
-    if !value.contains(['?', '#', '@']) {
+    if !may_change(value.as_bytes()) {
         return Cow::Borrowed(value);
     }
     let escaped = value.contains("&amp;");

@@ -62,6 +62,12 @@ pub(crate) fn redact_pairs(
     out
 }
 
+/// Whether `url` has a part [`sanitize_url`] may change: a query, a fragment or user-info.
+/// A URL without one is recorded as written, and need not be read.
+pub(crate) fn may_change(url: &[u8]) -> bool {
+    url.iter().any(|&b| matches!(b, b'?' | b'#' | b'@'))
+}
+
 /// A URL (absolute or relative) without user-info, and with sensitive query values redacted
 /// when `redact` is on.
 pub(crate) fn sanitize_url(url: &str, rules: &Rules, redact: bool, found: &mut dyn FnMut(&str)) -> String {
