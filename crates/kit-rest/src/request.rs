@@ -134,16 +134,44 @@ impl RestRequestBuilder {
 
     /// Adds a header (repeatable: a second value for the same name is added, not replaced).
     pub fn header(mut self, name: &str, value: &str) -> Self {
+        self.append_header(name, value, false);
+        self
+    }
+
+    /// Adds a header whose value is a credential, under a name the sensitive lists do not
+    /// hold (`X-Auth-Token`, `X-Vault-Token`, `Private-Token`). Sent as given; recorded as
+    /// `[REDACTED]` in the trace, attachments and failure messages, and the value (and the
+    /// credential after a scheme word, as in `Token abc…`) becomes a known secret of the run,
+    /// redacted wherever it is echoed. The value is marked as `http` marks one
+    /// ([`HeaderValue::set_sensitive`]); a header an [`AuthScheme`] sets through
+    /// [`AuthTarget::set_header`](crate::AuthTarget::set_header) is marked alike.
+    ///
+    /// ```no_run
+    /// use kit_core::KitExecutionContext;
+    /// use kit_rest::RestContextExt as _;
+    ///
+    /// async fn read_the_vault(ctx: KitExecutionContext, token: &str) {
+    ///     let response = ctx.rest().sensitive_header("X-Vault-Token", token).get("/v1/secret/app").await;
+    ///     assert_eq!(response.status_code(), http::StatusCode::OK);
+    /// }
+    /// ```
+    pub fn sensitive_header(mut self, name: &str, value: &str) -> Self {
+        self.append_header(name, value, true);
+        self
+    }
+
+    fn append_header(&mut self, name: &str, value: &str, sensitive: bool) {
         match (HeaderName::try_from(name), HeaderValue::try_from(value)) {
-            (Ok(name), Ok(value)) => {
+            (Ok(name), Ok(mut value)) => {
+                value.set_sensitive(sensitive);
                 self.headers.append(name, value);
             }
             (Err(_), _) => self.fail(format!("{name:?} is not a valid header name")),
+            // Never the value itself: it may be a credential.
             (_, Err(_)) => self.fail(format!(
                 "the value of header {name:?} is not a valid header value"
             )),
         }
-        self
     }
 
     /// Adds a query parameter (repeatable).
@@ -298,9 +326,14 @@ pub(crate) fn fill_route(route: &str, params: &[(String, String)]) -> Result<Str
 
 /// Header attributes (`http.request.header.<name>` or `http.response.header.<name>`), sanitized.
 fn header_attributes(attributes: &mut Attributes, side: Side, headers: &HeaderMap, sanitizer: &Sanitizer) {
-    let pairs = headers
-        .iter()
-        .map(|(name, value)| (name.as_str(), value.as_bytes()));
+    let pairs = headers.iter().map(|(name, value)| {
+        let value = if value.is_sensitive() {
+            sanitizer.marked_header_value(name.as_str(), value.as_bytes())
+        } else {
+            value.as_bytes()
+        };
+        (name.as_str(), value)
+    });
     sanitizer.headers_with(pairs, |name, value| {
         attributes.push(header_key(side, name), value)
     });
@@ -525,11 +558,6 @@ impl PendingRequest {
             .as_ref()
             .and_then(|(_, ct)| ct.to_str().ok())
             .map(str::to_owned);
-        let shown_request_body = body
-            .as_ref()
-            .map(|(bytes, _)| sanitizer.recorded_body(request_content_type.as_deref(), bytes))
-            .filter(|b| !b.text.is_empty());
-
         let mut start_attributes = Attributes::with_capacity(12)
             .with(semconv::HTTP_REQUEST_METHOD, method.as_str())
             .with(semconv::HTTP_ROUTE, template.as_str())
@@ -551,6 +579,12 @@ impl PendingRequest {
             request.headers(),
             &sanitizer,
         );
+        // After the headers: a value marked sensitive there is a known secret by now, and is
+        // redacted where the body repeats it (a CSRF token sent twice, say).
+        let shown_request_body = body
+            .as_ref()
+            .map(|(bytes, _)| sanitizer.recorded_body(request_content_type.as_deref(), bytes))
+            .filter(|b| !b.text.is_empty());
         if let Some((bytes, _)) = &body {
             start_attributes.push(semconv::HTTP_REQUEST_BODY_SIZE, bytes.len());
         }

@@ -178,6 +178,19 @@ fn auth_server(state: Arc<Server>) -> Router {
                     .unwrap_or_else(|| "anonymous".to_owned())
             }),
         )
+        .route(
+            "/echo",
+            // Every header the server got, and the body, as text: what a server echoing a
+            // request back in an error does.
+            post(|headers: HeaderMap, body: String| async move {
+                let mut echoed: Vec<String> = headers
+                    .iter()
+                    .map(|(k, v)| format!("{k}={}", String::from_utf8_lossy(v.as_bytes())))
+                    .collect();
+                echoed.push(body);
+                echoed.join("\n")
+            }),
+        )
         .with_state(state)
 }
 
@@ -874,4 +887,129 @@ async fn a_kind_of_ones_own_gets_the_clients_name_urls_and_the_tests_own_http_cl
     );
     // Later requests of the test carry the session the kind's sign-in set.
     assert_eq!(text(ctx.rest(), "/me").await.1, "cy");
+}
+
+/// A scheme of the user's own that signs each request under a header no list names, and does
+/// not remember its signature as a secret: `AuthTarget::set_header` marks it.
+struct Signature(&'static str);
+
+impl AuthScheme for Signature {
+    fn kind(&self) -> std::borrow::Cow<'static, str> {
+        "Signature".into()
+    }
+
+    fn apply<'a>(&'a self, target: &'a mut AuthTarget<'_>) -> AuthFuture<'a> {
+        Box::pin(async move { target.set_header("X-Signature", self.0) })
+    }
+}
+
+/// The request headers each `http.request` in the archive recorded under `name`, in order.
+fn recorded_request_headers(f: &Fixture, name: &str) -> Vec<Option<String>> {
+    let key = format!("http.request.header.{name}");
+    ArchiveReader::open(&f.archive)
+        .unwrap()
+        .tests()
+        .flat_map(|t| t.unwrap().events)
+        .filter_map(|e| match e.kind {
+            EventKind::OperationStarted(op) if op.name == semconv::OP_HTTP_REQUEST => {
+                Some(op.attributes.get_str(&key).map(str::to_owned))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_value_marked_sensitive_is_redacted_under_any_name_and_wherever_it_is_echoed() {
+    const VAULT_TOKEN: &str = "hvs-vault-token-0c41e9d7";
+    const SIGNATURE: &str = "sig-v1-6d20b7f3a8";
+    const CSRF: &str = "csrf-3f9a0d5e";
+    let f = fixture(&[], |_| {});
+    let ctx = f.test(None);
+    // Echoed in the response: redacted there by value, as a known secret.
+    let echoed = ctx
+        .rest()
+        .sensitive_header("X-Vault-Token", VAULT_TOKEN)
+        .post("/echo")
+        .await;
+    assert!(echoed.content().contains(VAULT_TOKEN), "sent as given");
+    // Under `Token`, the credential alone becomes known too; a PIN too short to be known by
+    // value is still redacted in its header.
+    ctx.rest()
+        .sensitive_header("Private-Token", "Token private-7a51c0e2")
+        .sensitive_header("X-Pin", "4711")
+        .post("/echo")
+        .await;
+    ctx.rest().auth(Signature(SIGNATURE)).post("/echo").await;
+    // Sent twice, as forms send a CSRF token: the body's copy is redacted as well.
+    ctx.rest()
+        .sensitive_header("X-Csrf", CSRF)
+        .form(&[("csrf", CSRF), ("note", "kept")])
+        .post("/echo")
+        .await;
+    // Not marked, under a name no list holds: recorded as sent, as the lists decide.
+    ctx.rest()
+        .header("X-Request-Id", "req-0001-visible")
+        .post("/echo")
+        .await;
+    ctx.finish(TestOutcome::Passed).unwrap();
+
+    let redacted = Some("[REDACTED]".to_owned());
+    assert_eq!(
+        recorded_request_headers(&f, "x-vault-token"),
+        [redacted.clone(), None, None, None, None]
+    );
+    assert_eq!(recorded_request_headers(&f, "x-pin")[1], redacted);
+    assert_eq!(recorded_request_headers(&f, "x-signature")[2], redacted);
+    assert_eq!(
+        recorded_request_headers(&f, "x-request-id")[4].as_deref(),
+        Some("req-0001-visible")
+    );
+    let mut reader = ArchiveReader::open(&f.archive).unwrap();
+    let mut archive = Vec::new();
+    for index in 0..reader.entry_count() {
+        archive.extend(reader.entry(index).unwrap().1);
+    }
+    let found = |needle: &str| archive.windows(needle.len()).any(|w| w == needle.as_bytes());
+    for secret in [VAULT_TOKEN, "private-7a51c0e2", SIGNATURE, CSRF] {
+        assert!(!found(secret), "{secret} reached the archive");
+    }
+    assert!(
+        found("note=kept") && found("req-0001-visible"),
+        "the rest is recorded"
+    );
+}
+
+#[tokio::test]
+async fn with_redaction_off_a_marked_value_is_recorded_as_sent() {
+    let f = fixture(&[("Kit:Rest:Attachments:RedactSensitiveData", "false")], |_| {});
+    let ctx = f.test(None);
+    ctx.rest()
+        .sensitive_header("X-Vault-Token", "hvs-shown-on-purpose")
+        .post("/echo")
+        .await;
+    ctx.finish(TestOutcome::Passed).unwrap();
+    assert_eq!(
+        recorded_request_headers(&f, "x-vault-token"),
+        [Some("hvs-shown-on-purpose".to_owned())]
+    );
+}
+
+#[tokio::test]
+async fn a_sensitive_header_that_is_not_valid_fails_the_request_without_its_value() {
+    let f = fixture(&[], |_| {});
+    let ctx = f.test(None);
+    let err = ctx
+        .rest()
+        .sensitive_header("X-Vault-Token", "hvs-line\nbreak")
+        .post("/echo")
+        .try_send()
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("\"X-Vault-Token\" is not a valid header value"),
+        "{err}"
+    );
+    assert!(!err.contains("hvs-line"), "{err}");
 }

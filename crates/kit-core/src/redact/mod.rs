@@ -649,6 +649,33 @@ impl Sanitizer {
         }
     }
 
+    /// A header value its sender marked sensitive (`http::HeaderValue::set_sensitive`), under
+    /// any name: with redaction on it is `[REDACTED]`, and it (and the credential after a
+    /// scheme word) becomes a known secret, as a listed header's value does. With redaction off
+    /// it is `value`, as a listed header's would be.
+    ///
+    /// The lists name the headers every API uses; a value marked where it was set covers the
+    /// ones they cannot know (`X-Auth-Token`, `X-Vault-Token`, a signature a custom scheme adds),
+    /// and leaves everything else under those names, such as a `Set-Cookie` a test wants to
+    /// read, as recorded.
+    ///
+    /// ```
+    /// use kit_core::{KitHttpAttachmentOptions, redact::{Sanitizer, SecretRegistry}};
+    /// use std::sync::Arc;
+    ///
+    /// let sanitizer = Sanitizer::new(&KitHttpAttachmentOptions::default(), Arc::new(SecretRegistry::new()));
+    /// assert_eq!(sanitizer.marked_header_value("X-Auth-Token", b"t0k-5e3c7e7"), b"[REDACTED]");
+    /// // Known from now on, wherever it is echoed.
+    /// assert_eq!(sanitizer.text("token t0k-5e3c7e7 accepted"), "token [REDACTED] accepted");
+    /// ```
+    pub fn marked_header_value<'v>(&self, name: &str, value: &'v [u8]) -> &'v [u8] {
+        if !self.redact {
+            return value;
+        }
+        self.remember_header_value(name, &String::from_utf8_lossy(value));
+        REDACTED.as_bytes()
+    }
+
     /// Headers as recorded: one entry per name in order of first appearance, repeated values
     /// joined, sensitive ones redacted. Names are kept as given.
     pub fn headers<'h>(

@@ -29,6 +29,30 @@ fn without_redaction() -> Sanitizer {
 }
 
 #[test]
+fn a_marked_header_value_is_redacted_under_any_name_and_known_unless_redaction_is_off() {
+    let s = sanitizer();
+    assert_eq!(s.marked_header_value("X-Pin", b"4711"), REDACTED.as_bytes());
+    assert_eq!(
+        s.marked_header_value("Private-Token", b"Token glpat-a8c3e1f0b2"),
+        REDACTED.as_bytes()
+    );
+    // The whole value and the credential after its scheme word are known; the short PIN is
+    // not (a four-digit value would redact every `4711` in every body).
+    assert_eq!(
+        s.text("Token glpat-a8c3e1f0b2 / glpat-a8c3e1f0b2 / 4711"),
+        "[REDACTED] / [REDACTED] / 4711"
+    );
+
+    let off = without_redaction();
+    assert_eq!(off.marked_header_value("X-Pin", b"4711"), b"4711");
+    assert_eq!(
+        off.marked_header_value("X-Vault-Token", b"hvs-on-purpose"),
+        b"hvs-on-purpose"
+    );
+    assert!(off.secrets().is_empty());
+}
+
+#[test]
 fn rule_1_sensitive_headers_are_redacted_case_insensitively_and_repeats_joined() {
     let s = sanitizer();
     let headers: Vec<(&str, &[u8])> = vec![
