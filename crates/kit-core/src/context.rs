@@ -94,6 +94,7 @@ impl KitRun {
         let ctx = KitExecutionContext {
             inner: Arc::new(TestScope {
                 run: self.clone(),
+                run_id: self.inner.run_id.unshared(),
                 test_id,
                 root,
                 started: Instant::now(),
@@ -120,6 +121,8 @@ struct EmitState {
 
 struct TestScope {
     run: KitRun,
+    /// The run's id, with a reference count of this test's own (see [`RunId::unshared`]).
+    run_id: RunId,
     test_id: TestId,
     root: EventId,
     info: TestStarted,
@@ -233,7 +236,7 @@ impl KitExecutionContext {
     /// Numbers and publishes an event, `state` locked.
     fn send_locked(&self, state: &mut EmitState, id: EventId, parent: Option<EventId>, kind: EventKind) {
         let event = Event {
-            run_id: self.run_id().clone(),
+            run_id: self.inner.run_id.clone(),
             test_id: self.inner.test_id,
             id,
             parent_id: parent,
