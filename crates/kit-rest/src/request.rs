@@ -37,6 +37,8 @@ pub struct RestRequestBuilder {
     client: Result<Arc<ResolvedClient>, RestError>,
     headers: HeaderMap,
     query: Vec<(String, String)>,
+    /// Names of the query parameters sent with [`sensitive_query`](Self::sensitive_query).
+    sensitive_query: Vec<String>,
     path_params: Vec<(String, String)>,
     body: Option<Body>,
     auth: auth::AuthChoice,
@@ -59,6 +61,7 @@ impl RestRequestBuilder {
             client: resolve(ctx, name),
             headers: HeaderMap::new(),
             query: Vec::new(),
+            sensitive_query: Vec::new(),
             path_params: Vec::new(),
             body: None,
             auth: auth::AuthChoice::Inherit,
@@ -177,6 +180,34 @@ impl RestRequestBuilder {
     /// Adds a query parameter (repeatable).
     pub fn query(mut self, name: impl Into<String>, value: impl ToString) -> Self {
         self.query.push((name.into(), value.to_string()));
+        self
+    }
+
+    /// Adds a query parameter whose value is a credential, under a name the sensitive lists
+    /// do not hold (`X-Amz-Signature`, `sig`, `X-Goog-Credential`). Sent as given; every
+    /// parameter of this name in the request's recorded URL shows `[REDACTED]`, and the value
+    /// becomes a known secret of the run, redacted wherever it is echoed.
+    ///
+    /// ```no_run
+    /// use kit_core::KitExecutionContext;
+    /// use kit_rest::RestContextExt as _;
+    ///
+    /// async fn download(ctx: KitExecutionContext, signature: &str) {
+    ///     let response = ctx
+    ///         .rest()
+    ///         .query("X-Amz-Expires", 300)
+    ///         .sensitive_query("X-Amz-Signature", signature)
+    ///         .get("/bucket/report.csv")
+    ///         .await;
+    ///     assert_eq!(response.status_code(), http::StatusCode::OK);
+    /// }
+    /// ```
+    pub fn sensitive_query(mut self, name: impl Into<String>, value: impl ToString) -> Self {
+        let name = name.into();
+        if !self.sensitive_query.contains(&name) {
+            self.sensitive_query.push(name.clone());
+        }
+        self.query.push((name, value.to_string()));
         self
     }
 
@@ -528,7 +559,12 @@ impl PendingRequest {
             }
             None => None,
         };
-        let shown_url = sanitizer.url(url.as_str());
+        let shown_url = if builder.sensitive_query.is_empty() {
+            sanitizer.url(url.as_str())
+        } else {
+            let names: Vec<&str> = builder.sensitive_query.iter().map(String::as_str).collect();
+            sanitizer.url_naming(url.as_str(), &names)
+        };
         let limit = settings.responses.max_response_body_bytes;
 
         let mut request = client

@@ -582,7 +582,28 @@ impl Sanitizer {
     /// A URL without user-info and, with redaction on, with sensitive query values redacted
     /// and known secrets replaced.
     pub fn url(&self, url: &str) -> String {
-        let sanitized = url::sanitize_url(url, &self.rules, self.redact, &mut self.remember());
+        self.url_naming(url, &[])
+    }
+
+    /// [`url`](Self::url), the query parameters `also` names redacted as well (compared without
+    /// case, as the lists are): a credential a test sends under a name the lists do not hold
+    /// (`X-Amz-Signature`, `sig`). Their values become known secrets, as a listed parameter's
+    /// do. With redaction off it is [`url`](Self::url).
+    ///
+    /// ```
+    /// use kit_core::{KitHttpAttachmentOptions, redact::{Sanitizer, SecretRegistry}};
+    /// use std::sync::Arc;
+    ///
+    /// let sanitizer = Sanitizer::new(&KitHttpAttachmentOptions::default(), Arc::new(SecretRegistry::new()));
+    /// let url = "https://bucket.example/k?X-Amz-Signature=5f1c0e9a77&token=t0k3n-123&page=2";
+    /// assert_eq!(
+    ///     sanitizer.url_naming(url, &["x-amz-signature"]),
+    ///     "https://bucket.example/k?X-Amz-Signature=[REDACTED]&token=[REDACTED]&page=2"
+    /// );
+    /// assert_eq!(sanitizer.text("signed 5f1c0e9a77"), "signed [REDACTED]");
+    /// ```
+    pub fn url_naming(&self, url: &str, also: &[&str]) -> String {
+        let sanitized = url::sanitize_url_naming(url, &self.rules, also, self.redact, &mut self.remember());
         if self.redact {
             self.secrets.replace_known(&sanitized).into_owned()
         } else {

@@ -71,6 +71,18 @@ pub(crate) fn may_change(url: &[u8]) -> bool {
 /// A URL (absolute or relative) without user-info, and with sensitive query values redacted
 /// when `redact` is on.
 pub(crate) fn sanitize_url(url: &str, rules: &Rules, redact: bool, found: &mut dyn FnMut(&str)) -> String {
+    sanitize_url_naming(url, rules, &[], redact, found)
+}
+
+/// [`sanitize_url`], the query parameters `also` names (compared without case, as the lists
+/// are) sensitive as well.
+pub(crate) fn sanitize_url_naming(
+    url: &str,
+    rules: &Rules,
+    also: &[&str],
+    redact: bool,
+    found: &mut dyn FnMut(&str),
+) -> String {
     let (before_fragment, fragment) = match url.split_once('#') {
         Some((a, f)) => (a, Some(f)),
         None => (url, None),
@@ -104,7 +116,9 @@ pub(crate) fn sanitize_url(url: &str, rules: &Rules, redact: bool, found: &mut d
         }
         None => out.push_str(base),
     }
-    let sensitive = |name: &str| rules.is_sensitive_query_parameter(name);
+    let sensitive = |name: &str| {
+        rules.is_sensitive_query_parameter(name) || also.iter().any(|a| a.eq_ignore_ascii_case(name))
+    };
     if let Some(query) = query {
         out.push('?');
         if redact {
