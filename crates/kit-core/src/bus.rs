@@ -28,14 +28,14 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError, bounded, unbounded};
 
 use crate::collector::{Collector, CollectorError};
-use crate::event::Event;
+use crate::event::{AttachmentContent, AttributeValue, Attributes, Event, EventKind};
 use crate::panic::panic_message;
 
 /// The bus failed to deliver or to complete a flush.
@@ -130,7 +130,8 @@ enum Message {
     /// dispatcher's time in the bus bench (its `memcpy`), and left a producer's slot
     /// half-written long enough for the dispatcher to spin on it. Boxes go round: a producer
     /// reuses one the dispatcher is done with (see [`Bus::publish`]).
-    Event(Box<Event>),
+    /// With the producing thread's [`origin`], whose spent queue the box goes back to.
+    Event(Box<Event>, u8),
     /// A requested flush came due (made by the dispatcher itself, never sent).
     FlushDue,
     /// Flush the collectors; reply with the errors since the previous flush, or keep them for
@@ -203,11 +204,8 @@ impl BusBuilder {
     /// Starts the dispatcher thread and returns the bus.
     pub fn start(self) -> Bus {
         let (tx, rx) = unbounded();
-        let (spent_tx, spent_rx) = bounded(SPENT_CAPACITY);
-        let dispatcher_spent = Spent {
-            tx: spent_tx,
-            rx: spent_rx.clone(),
-        };
+        let spent = Arc::new(Spent::default());
+        let dispatcher_spent = Arc::clone(&spent);
         let stats = Arc::new(Counters::default());
         let dispatcher_stats = Arc::clone(&stats);
         let wake = Arc::new(Wake::default());
@@ -233,7 +231,7 @@ impl BusBuilder {
                 capacity: self.capacity,
                 nudge_at: (self.capacity / 8).max(1),
                 tx,
-                spent: spent_rx,
+                spent,
                 stats,
                 flush_timeout: self.flush_timeout,
                 wake: WakeOnDrop(wake),
@@ -287,7 +285,7 @@ impl Wake {
 struct Inner {
     tx: Sender<Message>,
     /// Events every collector has handled, for producers to drop (see [`Inner::drop_spent`]).
-    spent: Receiver<Box<Event>>,
+    spent: Arc<Spent>,
     stats: Arc<Counters>,
     /// Queue length at which a producer waits for room.
     capacity: usize,
@@ -316,11 +314,96 @@ impl Drop for WakeOnDrop {
     }
 }
 
-/// Where the dispatcher puts delivered events, and takes them back to drop them itself before
-/// it sleeps.
+/// Where the dispatcher puts delivered events, a queue for each [`origin`], and takes them back
+/// to drop them itself before it sleeps.
+///
+/// One queue for every producer made each producer drop and reuse the events of others: in the
+/// bus bench's archive row, eight threads fought over its ends and every box came from memory
+/// another core had written, and a send's median was 510 ns; a queue for each thread halved
+/// it. A queue is made at its thread's first event, so a process with one test thread (under
+/// nextest) pays for one.
+#[derive(Default)]
 struct Spent {
+    queues: [OnceLock<SpentQueue>; ORIGINS],
+}
+
+struct SpentQueue {
     tx: Sender<Box<Event>>,
     rx: Receiver<Box<Event>>,
+}
+
+impl Spent {
+    /// The queue of `origin`, made at its first use.
+    fn of(&self, origin: u8) -> &SpentQueue {
+        self.queues[usize::from(origin)].get_or_init(|| {
+            let (tx, rx) = bounded(SPENT_CAPACITY);
+            SpentQueue { tx, rx }
+        })
+    }
+
+    /// Puts a delivered event back in its origin's queue, or drops it when that is full or
+    /// the event is heavy (see [`KEPT_EVENT_BYTES`]).
+    fn give_back(&self, event: Box<Event>, origin: u8) {
+        if is_heavy(&event) {
+            return;
+        }
+        if let Some(queue) = self.queues.get(usize::from(origin)).and_then(OnceLock::get) {
+            let _ = queue.tx.try_send(event);
+        }
+    }
+
+    /// Drops every event waiting in any queue.
+    fn drain(&self) {
+        for queue in self.queues.iter().filter_map(OnceLock::get) {
+            while queue.rx.try_recv().is_ok() {}
+        }
+    }
+}
+
+/// Spent queues: producing threads take one each, in turn, sharing once there are more.
+const ORIGINS: usize = 8;
+
+/// Bytes of content or text above which a delivered event is dropped by the dispatcher rather
+/// than kept in a spent queue. A queue keeps [`SPENT_KEPT`] events, each with what it holds, and
+/// each producing thread has one: 1 MiB responses captured on eight threads would otherwise
+/// keep 2 GiB. A heavy event's blocks are large and few, so freeing them on the dispatcher
+/// costs what the queues avoid (the producer's arena lock) once a large event, not once a
+/// block of every event.
+const KEPT_EVENT_BYTES: usize = 16 * 1024;
+
+/// Whether `event` holds more than [`KEPT_EVENT_BYTES`] of content or attribute text.
+fn is_heavy(event: &Event) -> bool {
+    let attributes: &Attributes = match &event.kind {
+        EventKind::Attachment(attachment) => {
+            return matches!(&attachment.content,
+                AttachmentContent::Inline(bytes) if bytes.len() > KEPT_EVENT_BYTES);
+        }
+        EventKind::OperationStarted(operation) => &operation.attributes,
+        EventKind::OperationEnded(operation) => &operation.attributes,
+        EventKind::Observation(observation) => &observation.attributes,
+        _ => return false,
+    };
+    let mut bytes = 0;
+    for (_, value) in attributes.iter() {
+        bytes += match value {
+            AttributeValue::Str(text) => text.len(),
+            AttributeValue::StrList(texts) => texts.iter().map(String::len).sum(),
+            _ => 0,
+        };
+        if bytes > KEPT_EVENT_BYTES {
+            return true;
+        }
+    }
+    false
+}
+
+/// The calling thread's spent queue (see [`Spent`]).
+fn origin() -> u8 {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static ORIGIN: u8 = (NEXT.fetch_add(1, Ordering::Relaxed) % ORIGINS) as u8;
+    }
+    ORIGIN.with(|origin| *origin)
 }
 
 impl Inner {
@@ -329,9 +412,9 @@ impl Inner {
     /// producer's arena lock for nearly every block, and the two threads queued on that lock
     /// (a tenth of the dispatcher's time, a twelfth of the producer's, with 32 tests running).
     /// Freed by a producer, the blocks go back to its own cache.
-    fn drop_spent(&self, n: usize) {
+    fn drop_spent(&self, queue: &SpentQueue, n: usize) {
         for _ in 0..n {
-            if self.spent.try_recv().is_err() {
+            if queue.rx.try_recv().is_err() {
                 break;
             }
         }
@@ -405,7 +488,9 @@ impl Bus {
     pub fn publish(&self, event: Event) -> Result<(), BusError> {
         // A box the dispatcher is done with carries this event: its old event is dropped here
         // (on a producer, as `Inner::drop_spent` explains), and nothing is allocated.
-        let event = match self.inner.spent.try_recv() {
+        let origin = origin();
+        let spent = self.inner.spent.of(origin);
+        let event = match spent.rx.try_recv() {
             Ok(mut spent) => {
                 *spent = event;
                 spent
@@ -416,11 +501,11 @@ impl Bus {
         if queued >= self.inner.capacity {
             queued = self.inner.wait_for_room();
         }
-        let sent = self.inner.tx.send(Message::Event(event));
+        let sent = self.inner.tx.send(Message::Event(event, origin));
         // Only a closed bus refuses the send, and a nudge then wakes nothing that minds.
         self.inner.nudge(queued + 1);
-        if self.inner.spent.len() > SPENT_KEPT {
-            self.inner.drop_spent(1);
+        if spent.rx.len() > SPENT_KEPT {
+            self.inner.drop_spent(spent, 1);
         }
         sent.map_err(|_| BusError::Closed { lost: 1 })?;
         self.inner.stats.published.fetch_add(1, Ordering::Relaxed);
@@ -620,7 +705,7 @@ fn next_message(
             thread::park_timeout(nap);
         } else {
             // Quiet: no producer is coming to drop what is left.
-            while spent.rx.try_recv().is_ok() {}
+            spent.drain();
             wake.sleeping.store(true, Ordering::Relaxed);
             // Pairs with `Inner::nudge`: a producer that sent before this fence is seen by
             // the look below; one that sends after it sees `sleeping`.
@@ -705,7 +790,7 @@ struct Dispatcher<'a> {
 impl Dispatcher<'_> {
     /// Hands one event to every collector, then to the producers to drop (or drops it when
     /// they are behind).
-    fn deliver(&mut self, event: Box<Event>) {
+    fn deliver(&mut self, event: Box<Event>, origin: u8) {
         for slot in &mut self.slots {
             slot.guarded(&mut self.errors, |c| {
                 c.on_event(&event);
@@ -713,7 +798,7 @@ impl Dispatcher<'_> {
             });
         }
         self.stats.dispatched.fetch_add(1, Ordering::Relaxed);
-        let _ = self.spent.tx.try_send(event);
+        self.spent.give_back(event, origin);
     }
 
     fn flush(&mut self, scope: Scope) {
@@ -744,7 +829,7 @@ impl Dispatcher<'_> {
         let mut requested = false;
         for _ in 0..GROUP_LIMIT {
             match self.rx.try_recv() {
-                Ok(Message::Event(event)) => self.deliver(event),
+                Ok(Message::Event(event, origin)) => self.deliver(event, origin),
                 Ok(Message::Flush(Some(reply))) => {
                     waiters.push(reply);
                     scope = Scope::Everything;
@@ -801,7 +886,7 @@ fn dispatch(
         .or_else(|| next_message(&d.rx, spent, wake, &mut quiet, d.due))
     {
         match message {
-            Message::Event(event) => d.deliver(event),
+            Message::Event(event, origin) => d.deliver(event, origin),
             Message::Flush(None) if !requested_flush_delay.is_zero() => {
                 d.due
                     .get_or_insert_with(|| Instant::now() + requested_flush_delay);
@@ -848,6 +933,62 @@ mod tests {
             timestamp: Timestamp::now(),
             kind: EventKind::Observation(Observation::new("x", Attributes::new())),
         }
+    }
+
+    /// A thread takes back the boxes of its own events (see `Spent`), and a heavy event is not
+    /// kept at all.
+    #[test]
+    fn delivered_events_go_back_to_their_threads_queue_and_heavy_ones_are_dropped() {
+        let bus = Bus::builder().collector(RecordingCollector::new()).start();
+        let test = TestId::generate();
+        let own = || bus.inner.spent.of(origin()).rx.len();
+        for seq in 0..10 {
+            bus.publish(event(test, seq)).unwrap();
+        }
+        bus.flush().unwrap();
+        assert_eq!(own(), 10, "this thread's queue");
+        let elsewhere = thread::scope(|s| {
+            s.spawn(|| {
+                bus.publish(event(test, 10)).unwrap();
+                bus.flush().unwrap();
+                (origin(), own())
+            })
+            .join()
+            .unwrap()
+        });
+        if elsewhere.0 != origin() {
+            assert_eq!(elsewhere.1, 1, "the other thread's queue");
+            assert_eq!(own(), 10);
+        }
+        let before = own();
+        let mut heavy = event(test, 11);
+        heavy.kind = EventKind::Attachment(Attachment::new(
+            "big",
+            "text/plain",
+            vec![b'x'; KEPT_EVENT_BYTES + 1],
+        ));
+        bus.publish(heavy).unwrap();
+        bus.flush().unwrap();
+        assert_eq!(own(), before - 1, "its box was taken, and not given back");
+        let mut light = event(test, 12);
+        light.kind = EventKind::Attachment(Attachment::new(
+            "small",
+            "text/plain",
+            vec![b'x'; KEPT_EVENT_BYTES],
+        ));
+        bus.publish(light).unwrap();
+        bus.flush().unwrap();
+        assert_eq!(own(), before - 1, "taken and given back");
+        let mut long_text = event(test, 13);
+        long_text.kind = EventKind::Observation(Observation::new(
+            "x",
+            Attributes::new()
+                .with("a", "y".repeat(KEPT_EVENT_BYTES / 2))
+                .with("b", "y".repeat(KEPT_EVENT_BYTES / 2 + 1)),
+        ));
+        bus.publish(long_text).unwrap();
+        bus.flush().unwrap();
+        assert_eq!(own(), before - 2, "heavy by its attributes' text");
     }
 
     /// One million events from eight threads through three collectors: every collector gets
