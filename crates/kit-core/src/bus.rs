@@ -961,34 +961,32 @@ mod tests {
             assert_eq!(own(), 10);
         }
         let before = own();
-        let mut heavy = event(test, 11);
-        heavy.kind = EventKind::Attachment(Attachment::new(
-            "big",
-            "text/plain",
-            vec![b'x'; KEPT_EVENT_BYTES + 1],
-        ));
-        bus.publish(heavy).unwrap();
-        bus.flush().unwrap();
-        assert_eq!(own(), before - 1, "its box was taken, and not given back");
-        let mut light = event(test, 12);
-        light.kind = EventKind::Attachment(Attachment::new(
-            "small",
-            "text/plain",
-            vec![b'x'; KEPT_EVENT_BYTES],
-        ));
-        bus.publish(light).unwrap();
-        bus.flush().unwrap();
-        assert_eq!(own(), before - 1, "taken and given back");
-        let mut long_text = event(test, 13);
-        long_text.kind = EventKind::Observation(Observation::new(
-            "x",
-            Attributes::new()
-                .with("a", "y".repeat(KEPT_EVENT_BYTES / 2))
-                .with("b", "y".repeat(KEPT_EVENT_BYTES / 2 + 1)),
-        ));
-        bus.publish(long_text).unwrap();
-        bus.flush().unwrap();
-        assert_eq!(own(), before - 2, "heavy by its attributes' text");
+        let publish = |seq, kind| {
+            let mut sent = event(test, seq);
+            sent.kind = kind;
+            bus.publish(sent).unwrap();
+            bus.flush().unwrap();
+            own()
+        };
+        let attachment = |len| EventKind::Attachment(Attachment::new("a", "text/plain", vec![b'x'; len]));
+        assert_eq!(
+            publish(11, attachment(KEPT_EVENT_BYTES + 1)),
+            before - 1,
+            "its box was taken, and not given back"
+        );
+        assert_eq!(
+            publish(12, attachment(KEPT_EVENT_BYTES)),
+            before - 1,
+            "taken and given back"
+        );
+        let long_text = Attributes::new()
+            .with("a", "y".repeat(KEPT_EVENT_BYTES / 2))
+            .with("b", "y".repeat(KEPT_EVENT_BYTES / 2 + 1));
+        assert_eq!(
+            publish(13, EventKind::Observation(Observation::new("x", long_text))),
+            before - 2,
+            "heavy by its attributes' text"
+        );
     }
 
     /// One million events from eight threads through three collectors: every collector gets

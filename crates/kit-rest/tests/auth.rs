@@ -904,6 +904,16 @@ impl AuthScheme for Signature {
     }
 }
 
+/// Every entry of the archive, decompressed, one after another.
+fn every_entry(f: &Fixture) -> Vec<u8> {
+    let mut reader = ArchiveReader::open(&f.archive).unwrap();
+    let mut all = Vec::new();
+    for index in 0..reader.entry_count() {
+        all.extend(reader.entry(index).unwrap().1);
+    }
+    all
+}
+
 /// The request headers each `http.request` in the archive recorded under `name`, in order.
 fn recorded_request_headers(f: &Fixture, name: &str) -> Vec<Option<String>> {
     let key = format!("http.request.header.{name}");
@@ -966,11 +976,7 @@ async fn a_value_marked_sensitive_is_redacted_under_any_name_and_wherever_it_is_
         recorded_request_headers(&f, "x-request-id")[4].as_deref(),
         Some("req-0001-visible")
     );
-    let mut reader = ArchiveReader::open(&f.archive).unwrap();
-    let mut archive = Vec::new();
-    for index in 0..reader.entry_count() {
-        archive.extend(reader.entry(index).unwrap().1);
-    }
+    let archive = every_entry(&f);
     let found = |needle: &str| archive.windows(needle.len()).any(|w| w == needle.as_bytes());
     for secret in [VAULT_TOKEN, "private-7a51c0e2", SIGNATURE, CSRF] {
         assert!(!found(secret), "{secret} reached the archive");
@@ -1008,11 +1014,7 @@ async fn a_query_parameter_marked_sensitive_is_redacted_by_name_and_wherever_it_
     // The next request sends the same value under another name: known by value now.
     ctx.rest().query("copy", SIGNATURE).post("/echo").await;
     ctx.finish(TestOutcome::Passed).unwrap();
-    let mut reader = ArchiveReader::open(&f.archive).unwrap();
-    let mut archive = Vec::new();
-    for index in 0..reader.entry_count() {
-        archive.extend(reader.entry(index).unwrap().1);
-    }
+    let archive = every_entry(&f);
     let found = |needle: &str| archive.windows(needle.len()).any(|w| w == needle.as_bytes());
     assert!(!found(SIGNATURE), "the signature reached the archive");
     // The short one is redacted in the URL recorded (too short to be known by value, its
