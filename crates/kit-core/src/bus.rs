@@ -108,7 +108,7 @@ fn nap_after(level: u32) -> Duration {
 /// first of them waits well under a millisecond more.
 const GROUP_LIMIT: usize = 256;
 
-/// How many delivered events wait for producers to drop them (see [`Inner::drop_spent`]).
+/// How many delivered events wait for producers to drop them (see [`SpentQueue::drop_spent`]).
 const SPENT_CAPACITY: usize = 1024;
 
 /// How many spent events may wait before a producer, besides taking back the box its event
@@ -284,7 +284,7 @@ impl Wake {
 
 struct Inner {
     tx: Sender<Message>,
-    /// Events every collector has handled, for producers to drop (see [`Inner::drop_spent`]).
+    /// Events every collector has handled, for producers to drop (see [`SpentQueue::drop_spent`]).
     spent: Arc<Spent>,
     stats: Arc<Counters>,
     /// Queue length at which a producer waits for room.
@@ -330,6 +330,21 @@ struct Spent {
 struct SpentQueue {
     tx: Sender<Box<Event>>,
     rx: Receiver<Box<Event>>,
+}
+
+impl SpentQueue {
+    /// Drops up to `n` events the dispatcher is done with. An event's memory was allocated by
+    /// the thread that made it; freed on the dispatcher's thread, glibc's allocator took the
+    /// producer's arena lock for nearly every block, and the two threads queued on that lock
+    /// (a tenth of the dispatcher's time, a twelfth of the producer's, with 32 tests running).
+    /// Freed by its producer, the blocks go back to that thread's own cache.
+    fn drop_spent(&self, n: usize) {
+        for _ in 0..n {
+            if self.rx.try_recv().is_err() {
+                break;
+            }
+        }
+    }
 }
 
 impl Spent {
@@ -409,19 +424,6 @@ fn origin() -> u8 {
 }
 
 impl Inner {
-    /// Drops up to `n` events the dispatcher is done with. An event's memory was allocated by
-    /// the thread that made it; freed on the dispatcher's thread, glibc's allocator took the
-    /// producer's arena lock for nearly every block, and the two threads queued on that lock
-    /// (a tenth of the dispatcher's time, a twelfth of the producer's, with 32 tests running).
-    /// Freed by a producer, the blocks go back to its own cache.
-    fn drop_spent(&self, queue: &SpentQueue, n: usize) {
-        for _ in 0..n {
-            if queue.rx.try_recv().is_err() {
-                break;
-            }
-        }
-    }
-
     /// Wakes the dispatcher if it sleeps for good or the queue, `queued` long, is filling up.
     fn nudge(&self, queued: usize) {
         // Pairs with the dispatcher's fence between setting `sleeping` and its last look at
@@ -489,7 +491,7 @@ impl Bus {
     /// Sends an event to every collector. Blocks while the bus is full; never drops.
     pub fn publish(&self, event: Event) -> Result<(), BusError> {
         // A box the dispatcher is done with carries this event: its old event is dropped here
-        // (on a producer, as `Inner::drop_spent` explains), and nothing is allocated.
+        // (on a producer, as `SpentQueue::drop_spent` explains), and nothing is allocated.
         let origin = origin();
         let spent = self.inner.spent.of(origin);
         let event = match spent.rx.try_recv() {
@@ -507,7 +509,7 @@ impl Bus {
         // Only a closed bus refuses the send, and a nudge then wakes nothing that minds.
         self.inner.nudge(queued + 1);
         if spent.rx.len() > SPENT_KEPT {
-            self.inner.drop_spent(spent, 1);
+            spent.drop_spent(1);
         }
         sent.map_err(|_| BusError::Closed { lost: 1 })?;
         self.inner.stats.published.fetch_add(1, Ordering::Relaxed);

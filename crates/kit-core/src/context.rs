@@ -159,7 +159,7 @@ impl KitExecutionContext {
 
     /// The run id.
     pub fn run_id(&self) -> &RunId {
-        self.inner.run.run_id()
+        &self.inner.run_id
     }
 
     /// This test's id.
@@ -236,7 +236,7 @@ impl KitExecutionContext {
     /// Numbers and publishes an event, `state` locked.
     fn send_locked(&self, state: &mut EmitState, id: EventId, parent: Option<EventId>, kind: EventKind) {
         let event = Event {
-            run_id: self.inner.run_id.clone(),
+            run_id: self.run_id().clone(),
             test_id: self.inner.test_id,
             id,
             parent_id: parent,

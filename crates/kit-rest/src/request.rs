@@ -142,10 +142,10 @@ impl RestRequestBuilder {
     }
 
     /// Adds a header whose value is a credential, under a name the sensitive lists do not
-    /// hold (`X-Auth-Token`, `X-Vault-Token`, `Private-Token`). Sent as given; recorded as
-    /// `[REDACTED]` in the trace, attachments and failure messages, and the value (and the
-    /// credential after a scheme word, as in `Token abc…`) becomes a known secret of the run,
-    /// redacted wherever it is echoed. The value is marked as `http` marks one
+    /// hold (`X-Auth-Token`, `X-Vault-Token`, `Private-Token`). Sent as given; recorded in the
+    /// trace as `[REDACTED]`, and the value (and the credential after a scheme word, as in
+    /// `Token abc…`) becomes a known secret of the run, redacted wherever it is echoed
+    /// (bodies, attachments, failure messages). The value is marked as `http` marks one
     /// ([`HeaderValue::set_sensitive`]); a header an [`AuthScheme`] sets through
     /// [`AuthTarget::set_header`](crate::AuthTarget::set_header) is marked alike.
     ///
