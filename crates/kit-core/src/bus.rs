@@ -108,17 +108,15 @@ fn nap_after(level: u32) -> Duration {
 /// first of them waits well under a millisecond more.
 const GROUP_LIMIT: usize = 256;
 
-/// How many delivered events wait for producers to drop them (see [`SpentQueue::drop_spent`]).
+/// How many delivered events a thread's spent queue holds for its producer to reuse (see
+/// [`Spent`]); the dispatcher drops what does not fit. Both the reserve and the bound: a
+/// producer takes one box back a publish and never trims the queue below this. It did, at 256:
+/// the events a thread has in the bus swing by hundreds between the dispatcher's naps and
+/// commits, so its queue crossed 256 on the way up (a producer dropped an extra event, about
+/// 400 ns) and ran dry on the way down (a producer allocated a new box), over and over; a
+/// tenth of the bus bench's sends dropped one, and those were its slowest percent (issue 9's
+/// forty-seventh stop). What a queue keeps stays bounded by [`KEPT_EVENT_BYTES`] an event.
 const SPENT_CAPACITY: usize = 1024;
-
-/// How many spent events may wait before a producer, besides taking back the box its event
-/// travels in, drops one more. A reserve, so producers rarely allocate a box: draining two per
-/// publish, as before boxes, left the queue empty and made most publishes allocate when the
-/// dispatcher kept up, and 64 ran out between the dispatcher's naps at 32 tests in flight
-/// (3 400 more instructions per request on the client thread than 256, by callgrind). A
-/// bounded one, so that after a burst delivered events do not keep their memory (bodies,
-/// attachments) by the thousand.
-const SPENT_KEPT: usize = 256;
 
 /// How long a requested flush may wait for a flush someone waits for (default): a test that
 /// ends within this of its start is committed once, start and end together.
@@ -284,7 +282,7 @@ impl Wake {
 
 struct Inner {
     tx: Sender<Message>,
-    /// Events every collector has handled, for producers to drop (see [`SpentQueue::drop_spent`]).
+    /// Events every collector has handled, for producers to reuse and drop (see [`Spent`]).
     spent: Arc<Spent>,
     stats: Arc<Counters>,
     /// Queue length at which a producer waits for room.
@@ -317,6 +315,12 @@ impl Drop for WakeOnDrop {
 /// Where the dispatcher puts delivered events, a queue for each [`origin`], and takes them back
 /// to drop them itself before it sleeps.
 ///
+/// An event's memory was allocated by the thread that made it; freed on the dispatcher's
+/// thread, glibc's allocator took the producer's arena lock for nearly every block, and the two
+/// threads queued on that lock (a tenth of the dispatcher's time, a twelfth of the producer's,
+/// with 32 tests running). Freed by its producer, when it reuses the box, the blocks go back to
+/// that thread's own cache.
+///
 /// One queue for every producer made each producer drop and reuse the events of others: in the
 /// bus bench's archive row, eight threads fought over its ends and every box came from memory
 /// another core had written, and a send's median was 510 ns; a queue for each thread halved
@@ -330,21 +334,6 @@ struct Spent {
 struct SpentQueue {
     tx: Sender<Box<Event>>,
     rx: Receiver<Box<Event>>,
-}
-
-impl SpentQueue {
-    /// Drops up to `n` events the dispatcher is done with. An event's memory was allocated by
-    /// the thread that made it; freed on the dispatcher's thread, glibc's allocator took the
-    /// producer's arena lock for nearly every block, and the two threads queued on that lock
-    /// (a tenth of the dispatcher's time, a twelfth of the producer's, with 32 tests running).
-    /// Freed by its producer, the blocks go back to that thread's own cache.
-    fn drop_spent(&self, n: usize) {
-        for _ in 0..n {
-            if self.rx.try_recv().is_err() {
-                break;
-            }
-        }
-    }
 }
 
 impl Spent {
@@ -379,12 +368,12 @@ impl Spent {
 const ORIGINS: usize = 8;
 
 /// Bytes of content or text above which a delivered event is dropped by the dispatcher rather
-/// than kept in a spent queue. A queue keeps [`SPENT_KEPT`] events, each with what it holds, and
-/// each producing thread has one: 1 MiB responses captured on eight threads would otherwise
-/// keep 2 GiB. A heavy event's blocks are large and few, so freeing them on the dispatcher
-/// costs what the queues avoid (the producer's arena lock) once a large event, not once a
-/// block of every event.
-const KEPT_EVENT_BYTES: usize = 16 * 1024;
+/// than kept in a spent queue. A queue keeps up to [`SPENT_CAPACITY`] events, each with what it
+/// holds, and each producing thread has one: 1 MiB responses captured on eight threads would
+/// otherwise keep 8 GiB, and at 4 KiB a queue keeps 4 MiB at most, 32 MiB for eight. A heavy
+/// event's blocks are large and few, so freeing them on the dispatcher costs what the queues
+/// avoid (the producer's arena lock) once a large event, not once a block of every event.
+const KEPT_EVENT_BYTES: usize = 4 * 1024;
 
 /// Whether `event` holds more than [`KEPT_EVENT_BYTES`] of content or attribute text.
 fn is_heavy(event: &Event) -> bool {
@@ -491,7 +480,7 @@ impl Bus {
     /// Sends an event to every collector. Blocks while the bus is full; never drops.
     pub fn publish(&self, event: Event) -> Result<(), BusError> {
         // A box the dispatcher is done with carries this event: its old event is dropped here
-        // (on a producer, as `SpentQueue::drop_spent` explains), and nothing is allocated.
+        // (on a producer, as `Spent` explains), and nothing is allocated.
         let origin = origin();
         let spent = self.inner.spent.of(origin);
         let event = match spent.rx.try_recv() {
@@ -508,9 +497,6 @@ impl Bus {
         let sent = self.inner.tx.send(Message::Event(event, origin));
         // Only a closed bus refuses the send, and a nudge then wakes nothing that minds.
         self.inner.nudge(queued + 1);
-        if spent.rx.len() > SPENT_KEPT {
-            spent.drop_spent(1);
-        }
         sent.map_err(|_| BusError::Closed { lost: 1 })?;
         self.inner.stats.published.fetch_add(1, Ordering::Relaxed);
         Ok(())
@@ -1111,6 +1097,46 @@ mod tests {
         producer.join().unwrap();
         bus.flush().unwrap();
         assert_eq!(seen.load(Ordering::SeqCst), 10);
+    }
+
+    /// A producer keeps every box of a burst for reuse, up to its queue's capacity: taking one
+    /// back a publish, it never drops others. (Trimming its queue to a reserve made producers
+    /// drop and allocate boxes by turns while the events in the bus swung.)
+    #[test]
+    fn a_burst_keeps_its_boxes_for_the_producer_up_to_the_capacity() {
+        let (release, release_rx) = bounded(1);
+        let bus = Bus::builder()
+            .collector(HoldsFirst {
+                release: Some(release_rx),
+                seen: Arc::new(AtomicU64::new(0)),
+            })
+            .start();
+        let test = TestId::generate();
+        let own = || bus.inner.spent.of(origin()).rx.len();
+        let burst = |first: u64, n: u64| {
+            for seq in first..first + n {
+                bus.publish(event(test, seq)).unwrap();
+            }
+        };
+        // The dispatcher holds the first event, so every event of the burst gets a new box.
+        burst(0, 600);
+        release.send(()).unwrap();
+        bus.flush().unwrap();
+        assert_eq!(own(), 600, "every box of the burst came back");
+        burst(600, 1);
+        bus.flush().unwrap();
+        assert_eq!(own(), 600, "a publish took one box back and dropped none");
+        // A burst past the capacity: the queue keeps what fits, the dispatcher drops the rest.
+        let (release, release_rx) = bounded(1);
+        bus.register(HoldsFirst {
+            release: Some(release_rx),
+            seen: Arc::new(AtomicU64::new(0)),
+        })
+        .unwrap();
+        burst(601, SPENT_CAPACITY as u64 + 600);
+        release.send(()).unwrap();
+        bus.flush().unwrap();
+        assert_eq!(own(), SPENT_CAPACITY);
     }
 
     /// Spends about a microsecond on every event, so that producers keep the queue full.
