@@ -27,8 +27,8 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
@@ -325,10 +325,18 @@ impl Drop for WakeOnDrop {
 /// bus bench's archive row, eight threads fought over its ends and every box came from memory
 /// another core had written, and a send's median was 510 ns; a queue for each thread halved
 /// it. A queue is made at its thread's first event, so a process with one test thread (under
-/// nextest) pays for one.
-#[derive(Default)]
+/// nextest) pays for one, and a thread that ends leaves its queue to the next (see
+/// [`Origins`]).
 struct Spent {
     queues: [OnceLock<SpentQueue>; ORIGINS],
+}
+
+impl Default for Spent {
+    fn default() -> Self {
+        Spent {
+            queues: std::array::from_fn(|_| OnceLock::new()),
+        }
+    }
 }
 
 struct SpentQueue {
@@ -364,13 +372,78 @@ impl Spent {
     }
 }
 
-/// Spent queues: producing threads take one each, in turn, sharing once there are more.
-const ORIGINS: usize = 8;
+/// The most spent queues a bus has: one for each producing thread alive at once, up to this
+/// many, and threads past it share. Sixteen producers sharing eight queues, two to a queue, made
+/// 1.32–1.36 M events/s in the bus bench's archive row against 1.55–1.57 M with a queue each
+/// (p99 711–804 ns against 594–655); `cargo test` runs as many test threads as the machine has
+/// cores.
+const ORIGINS: usize = 64;
+
+/// Hands out [`origin`]s. A thread takes a free one at its first event and gives it back when
+/// it ends, so that threads that come and go (libtest runs each test on a new thread) take over
+/// the queues of those gone instead of making more, and threads alive together have a queue
+/// each, up to [`ORIGINS`]; past that they share, in turn.
+struct Origins {
+    /// Origins given back by threads that ended.
+    free: Mutex<Vec<u8>>,
+    /// Origins handed out so far, shared ones included.
+    handed: AtomicUsize,
+}
+
+/// An origin held by a thread; `own` when no other thread holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Origin {
+    index: u8,
+    own: bool,
+}
+
+impl Origins {
+    const fn new() -> Self {
+        Origins {
+            free: Mutex::new(Vec::new()),
+            handed: AtomicUsize::new(0),
+        }
+    }
+
+    fn take(&self) -> Origin {
+        // A panic cannot happen while the lock is held (a pop, a push), so a poisoned lock's
+        // list is whole.
+        if let Some(index) = self.free.lock().unwrap_or_else(PoisonError::into_inner).pop() {
+            return Origin { index, own: true };
+        }
+        let n = self.handed.fetch_add(1, Ordering::Relaxed);
+        Origin {
+            index: (n % ORIGINS) as u8,
+            own: n < ORIGINS,
+        }
+    }
+
+    fn give_back(&self, origin: Origin) {
+        if origin.own {
+            self.free
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(origin.index);
+        }
+    }
+}
+
+static ORIGINS_HANDED: Origins = Origins::new();
+
+/// A thread's origin, given back when the thread ends.
+struct HeldOrigin(Origin);
+
+impl Drop for HeldOrigin {
+    fn drop(&mut self) {
+        ORIGINS_HANDED.give_back(self.0);
+    }
+}
 
 /// Bytes of content or text above which a delivered event is dropped by the dispatcher rather
 /// than kept in a spent queue. A queue keeps up to [`SPENT_CAPACITY`] events, each with what it
 /// holds, and each producing thread has one: 1 MiB responses captured on eight threads would
-/// otherwise keep 8 GiB, and at 4 KiB a queue keeps 4 MiB at most, 32 MiB for eight. A heavy
+/// otherwise keep 8 GiB, and at 4 KiB a queue keeps 4 MiB at most, 32 MiB for eight threads
+/// producing at once. A heavy
 /// event's blocks are large and few, so freeing them on the dispatcher costs what the queues
 /// avoid (the producer's arena lock) once a large event, not once a block of every event.
 const KEPT_EVENT_BYTES: usize = 4 * 1024;
@@ -401,15 +474,14 @@ fn is_heavy(event: &Event) -> bool {
     false
 }
 
-/// The calling thread's spent queue (see [`Spent`]).
+/// The calling thread's spent queue (see [`Spent`] and [`Origins`]).
 fn origin() -> u8 {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
     thread_local! {
-        static ORIGIN: u8 = (NEXT.fetch_add(1, Ordering::Relaxed) % ORIGINS) as u8;
+        static ORIGIN: HeldOrigin = HeldOrigin(ORIGINS_HANDED.take());
     }
-    // A `u8` has no destructor, so this cannot fail while the thread is torn down; queue 0
-    // would do if it did.
-    ORIGIN.try_with(|origin| *origin).unwrap_or(0)
+    // After the thread's origin is given back (an event sent from another thread-local's
+    // destructor), queue 0 will do.
+    ORIGIN.try_with(|held| held.0.index).unwrap_or(0)
 }
 
 impl Inner {
@@ -1097,6 +1169,33 @@ mod tests {
         producer.join().unwrap();
         bus.flush().unwrap();
         assert_eq!(seen.load(Ordering::SeqCst), 10);
+    }
+
+    /// Threads alive together have an origin each, up to `ORIGINS`; one given back by a thread
+    /// that ended goes to the next thread; past `ORIGINS`, threads share, and a shared origin
+    /// given back stays with its other holders.
+    #[test]
+    fn origins_are_one_a_live_thread_reused_when_it_ends_and_shared_past_the_limit() {
+        let origins = Origins::new();
+        let first: Vec<Origin> = (0..ORIGINS).map(|_| origins.take()).collect();
+        assert!(first.iter().all(|o| o.own));
+        let indices: std::collections::BTreeSet<u8> = first.iter().map(|o| o.index).collect();
+        assert_eq!(indices.len(), ORIGINS, "each its own");
+        let shared = origins.take();
+        assert_eq!(shared, Origin { index: 0, own: false });
+        origins.give_back(shared);
+        assert_eq!(
+            origins.take(),
+            Origin { index: 1, own: false },
+            "a shared one is not freed"
+        );
+        origins.give_back(first[5]);
+        assert_eq!(
+            origins.take(),
+            Origin { index: 5, own: true },
+            "an ended thread's goes on"
+        );
+        assert!(!origins.take().own);
     }
 
     /// A producer keeps every box of a burst for reuse, up to its queue's capacity: taking one
