@@ -442,10 +442,11 @@ impl Drop for HeldOrigin {
 /// Bytes of content or text above which a delivered event is dropped by the dispatcher rather
 /// than kept in a spent queue. A queue keeps up to [`SPENT_CAPACITY`] events, each with what it
 /// holds, and each producing thread has one: 1 MiB responses captured on eight threads would
-/// otherwise keep 8 GiB, and at 4 KiB a queue keeps 4 MiB at most, 32 MiB for eight threads
-/// producing at once. A heavy
-/// event's blocks are large and few, so freeing them on the dispatcher costs what the queues
-/// avoid (the producer's arena lock) once a large event, not once a block of every event.
+/// otherwise keep 8 GiB. At 4 KiB a queue keeps 4 MiB at most (32 MiB for eight threads
+/// producing at once), and never more than its thread had in the bus at once: a queue grows
+/// only by the boxes its thread made when it ran dry. A heavy event's blocks are large and
+/// few, so freeing them on the dispatcher costs what the queues avoid (the producer's arena
+/// lock) once a large event, not once a block of every event.
 const KEPT_EVENT_BYTES: usize = 4 * 1024;
 
 /// Whether `event` holds more than [`KEPT_EVENT_BYTES`] of content or attribute text.
