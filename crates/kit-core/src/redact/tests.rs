@@ -598,6 +598,50 @@ fn rules_2_and_3_urls_in_json_strings_are_sanitized() {
     );
 }
 
+/// A parameter only the query list names (`key`) in a JSON body's URL is redacted though the
+/// body names no sensitive JSON property: the body is read because of the URL itself.
+#[test]
+fn rules_2_and_3_a_query_only_name_in_a_json_url_is_redacted() {
+    let s = sanitizer();
+    let body = r##"{"tiles": "https://maps.example/api/staticmap?center=1,2&key=maps-key-value-1&zoom=3", "next": "/places?page=2", "color": "#ffffff", "q": "what is it?"}"##;
+    assert_eq!(
+        s.body(Some("application/json"), body.as_bytes()),
+        r##"{"tiles": "https://maps.example/api/staticmap?center=1,2&key=[REDACTED]&zoom=3", "next": "/places?page=2", "color": "#ffffff", "q": "what is it?"}"##
+    );
+    // First in the query, and in a fragment.
+    assert_eq!(
+        s.body(
+            Some("application/json"),
+            br##"{"a": "/v1/geo?key=maps-key-value-2", "b": "/cb#key=maps-key-value-3"}"##
+        ),
+        r##"{"a": "/v1/geo?key=[REDACTED]", "b": "/cb#key=[REDACTED]"}"##
+    );
+    assert_eq!(
+        s.text("maps-key-value-1 maps-key-value-2 maps-key-value-3"),
+        "[REDACTED] [REDACTED] [REDACTED]"
+    );
+    // A name that only holds a query-only name passes, as before.
+    let plain = r#"{"monkey": "/zoo?monkey=george-the-monkey", "keys": 3}"#;
+    assert_eq!(s.body(Some("application/json"), plain.as_bytes()), plain);
+}
+
+/// The prefilter's byte search finds either byte wherever it stands: in a whole chunk, at a
+/// chunk's edges, in the remainder.
+#[test]
+fn holds_either_finds_a_byte_at_every_position() {
+    for len in 0..200 {
+        let plain = vec![b'x'; len];
+        assert!(!holds_either(&plain, b'?', b'#'), "{len} bytes of neither");
+        for at in 0..len {
+            for byte in [b'?', b'#'] {
+                let mut bytes = plain.clone();
+                bytes[at] = byte;
+                assert!(holds_either(&bytes, b'?', b'#'), "{byte} at {at} of {len}");
+            }
+        }
+    }
+}
+
 /// A page's links are URLs: a password-reset link, a form posting to a callback, an image
 /// with a key, a meta refresh. Their sensitive query values and user-info are redacted as a
 /// `Location` header's are (rules 2 and 3), with markup's `&amp;` read as `&`.
