@@ -365,7 +365,12 @@ fn may_hold_query_parameter(text: &str, rules: &Rules) -> bool {
             let end = rest
                 .find(|c: char| matches!(c, '=' | '&' | '#' | '?' | '"' | '\\') || c.is_whitespace())
                 .unwrap_or(rest.len());
-            rest[end..].starts_with('=') && rules.is_sensitive_query_parameter(&rest[..end])
+            let name = &rest[..end];
+            // The URL's reader judges a name decoded (`k%65y`), and so does this look.
+            rest[end..].starts_with('=')
+                && (rules.is_sensitive_query_parameter(name)
+                    || (name.contains(['%', '+'])
+                        && rules.is_sensitive_query_parameter(&url::percent_decode(name, true))))
         })
 }
 

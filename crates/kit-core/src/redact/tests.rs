@@ -616,9 +616,17 @@ fn rules_2_and_3_a_query_only_name_in_a_json_url_is_redacted() {
         ),
         r##"{"a": "/v1/geo?key=[REDACTED]", "b": "/cb#key=[REDACTED]"}"##
     );
+    // Its name percent-encoded, as the URL's reader decodes it.
     assert_eq!(
-        s.text("maps-key-value-1 maps-key-value-2 maps-key-value-3"),
-        "[REDACTED] [REDACTED] [REDACTED]"
+        s.body(
+            Some("application/json"),
+            br#"{"a": "/v1/geo?k%65y=maps-key-value-4"}"#
+        ),
+        r#"{"a": "/v1/geo?k%65y=[REDACTED]"}"#
+    );
+    assert_eq!(
+        s.text("maps-key-value-1 maps-key-value-2 maps-key-value-3 maps-key-value-4"),
+        "[REDACTED] [REDACTED] [REDACTED] [REDACTED]"
     );
     // A name that only holds a query-only name passes, as before.
     let plain = r#"{"monkey": "/zoo?monkey=george-the-monkey", "keys": 3}"#;
