@@ -319,14 +319,24 @@ struct Reader<'a> {
     items: Vec<Node<'a>>,
 }
 
+/// Room the reader's stacks start with, in members and in items: each stack is one allocation,
+/// made for every document read, and a shape assertion reads every response it checks. Both
+/// stay within 1 KiB (16 members of 56 bytes, 32 items of 32), the largest block glibc serves
+/// from its per-thread cache. At 32 members (1 792 bytes) every read took glibc's slow path and
+/// made it merge its fast bins first: about 1 200 more instructions in the allocator per
+/// request of the kit/raw bench (callgrind, issue 9's forty-eighth stop). A larger document
+/// grows the stacks once, as it would have past 32.
+const STACK_MEMBERS: usize = 16;
+const STACK_ITEMS: usize = 32;
+
 impl<'a> Reader<'a> {
     fn new(bytes: &'a [u8]) -> Self {
         Reader {
             bytes,
             text: None,
             at: 0,
-            members: Vec::with_capacity(32),
-            items: Vec::with_capacity(32),
+            members: Vec::with_capacity(STACK_MEMBERS),
+            items: Vec::with_capacity(STACK_ITEMS),
         }
     }
 
@@ -655,6 +665,18 @@ impl<'de> Visitor<'de> for LentVisitor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A reader's first stacks are blocks glibc's per-thread cache serves (see
+    /// [`STACK_MEMBERS`]): a member or a node grown larger would send every document read back
+    /// to the allocator's slow path.
+    #[test]
+    fn the_readers_first_stacks_fit_in_a_kilobyte() {
+        let reader = Reader::new(b"{}");
+        let members = reader.members.capacity() * std::mem::size_of::<(Cow<'_, str>, Node<'_>)>();
+        let items = reader.items.capacity() * std::mem::size_of::<Node<'_>>();
+        assert!(members <= 1024, "{members} bytes of members");
+        assert!(items <= 1024, "{items} bytes of items");
+    }
 
     #[test]
     fn names_and_strings_without_escapes_are_borrowed_from_the_text() {
