@@ -53,6 +53,8 @@ struct Scanner<'a> {
     /// Sensitive members' objects and arrays open around the position: their whole values are
     /// replaced when they end, so a sensitive member inside one writes nothing of its own.
     redacting: usize,
+    /// Whether the text holds `://` anywhere, so that a string may hold a URL in prose.
+    urls_in_prose: bool,
 }
 
 impl<'a> Scanner<'a> {
@@ -134,6 +136,21 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    /// The string value whose content is `from..to`, with each URL written in it sanitized
+    /// (`"see https://…?token=…"`), and written anew where that changed it.
+    #[cold]
+    #[inline(never)]
+    fn sanitize_prose(&mut self, from: usize, to: usize, rules: &Rules, found: &mut dyn FnMut(&str)) {
+        let content = unescape(&self.text[from..to]);
+        if let Cow::Owned(sanitized) = super::url::redact_urls_in_text(&content, rules, found) {
+            self.out.push_str(&self.text[self.copied..from]);
+            let quoted = serde_json::to_string(&sanitized).unwrap_or_default();
+            self.out
+                .push_str(quoted.get(1..quoted.len().saturating_sub(1)).unwrap_or_default());
+            self.copied = to;
+        }
+    }
+
     fn literal(&mut self, word: &str) -> Result<(), NotJson> {
         if self.text[self.pos..].starts_with(word) {
             self.pos += word.len();
@@ -173,6 +190,12 @@ fn may_be_url(content: &[u8]) -> bool {
         }
         _ => false,
     }
+}
+
+/// Whether a string's raw content holds a URL, written plainly (`://`) or with its slashes
+/// escaped (`:\/\/`), after some other text.
+fn holds_url(content: &[u8]) -> bool {
+    content.windows(3).any(|w| w == b"://") || content.windows(5).any(|w| w == b":\\/\\/")
 }
 
 /// Unescapes a JSON string's content (valid, per the scanner). Lone surrogates become U+FFFD.
@@ -242,6 +265,8 @@ pub(crate) fn redact_json<'t>(
         out: String::new(),
         copied: 0,
         redacting: 0,
+        // One pass over the text spares a look into every string of a body with no URL.
+        urls_in_prose: text.contains("://") || text.contains(":\\/\\/"),
     };
     let mut stack: Vec<Frame> = Vec::new();
     // Set when the next value is a sensitive member's.
@@ -299,6 +324,8 @@ pub(crate) fn redact_json<'t>(
                         found(&unescape(&text[from..to]));
                     } else if s.redacting == 0 && may_be_url(&s.bytes[from..to]) {
                         s.sanitize_url(from, to, rules, found);
+                    } else if s.redacting == 0 && s.urls_in_prose && holds_url(&s.bytes[from..to]) {
+                        s.sanitize_prose(from, to, rules, found);
                     }
                     complete_value(&mut s, &mut stack);
                 }

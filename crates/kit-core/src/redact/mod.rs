@@ -412,7 +412,19 @@ fn json_body_scanned<'t>(text: &'t str, rules: &Rules, found: &mut dyn FnMut(&st
             pending.iter().for_each(|v| found(v));
             out
         }
-        Err(_) => Cow::Owned(json::redact_text_fallback(text, rules, found)),
+        Err(_) => {
+            let fallback = json::redact_text_fallback(text, rules, found);
+            Cow::Owned(text_with_urls(fallback, rules, found))
+        }
+    }
+}
+
+/// `text` with the URLs written in it sanitized (rules 2 and 3): a link in an error message or a
+/// log line, `… see https://api.example/x?token=… for details`.
+fn text_with_urls(text: String, rules: &Rules, found: &mut dyn FnMut(&str)) -> String {
+    match url::redact_urls_in_text(&text, rules, found) {
+        Cow::Borrowed(_) => text,
+        Cow::Owned(sanitized) => sanitized,
     }
 }
 
@@ -860,10 +872,11 @@ impl Sanitizer {
                 &mut found,
             )),
             BodyKind::Multipart(boundary) if depth < MULTIPART_NESTING => {
-                // A part with a type of its own is redacted as that type; a plain field is kept.
+                // A part with a type of its own is redacted as that type; a plain field is kept,
+                // but for the URLs written in it.
                 let mut inner = |ct: Option<&str>, part: &str| match ct {
                     Some(ct) => self.structured(Some(ct), part, depth + 1).into_owned(),
-                    None => part.to_owned(),
+                    None => url::redact_urls_in_text(part, rules, &mut self.remember()).into_owned(),
                 };
                 Cow::Owned(markup::redact_multipart(
                     text,
@@ -873,19 +886,24 @@ impl Sanitizer {
                     &mut inner,
                 ))
             }
-            BodyKind::Multipart(_) | BodyKind::Text => {
-                Cow::Owned(json::redact_text_fallback(text, rules, &mut found))
-            }
+            BodyKind::Multipart(_) | BodyKind::Text => Cow::Owned(text_with_urls(
+                json::redact_text_fallback(text, rules, &mut found),
+                rules,
+                &mut found,
+            )),
         }
     }
 
     /// Free text (a failure message) with known secrets replaced and, with redaction on, any
-    /// `"sensitive": "value"` patterns redacted. Not truncated.
+    /// `"sensitive": "value"` patterns redacted and the URLs written in it sanitized (rules 2
+    /// and 3). Not truncated.
     pub fn text(&self, text: &str) -> String {
         if !self.redact {
             return text.to_owned();
         }
-        let patterned = json::redact_text_fallback(text, &self.rules, &mut self.remember());
+        let mut found = self.remember();
+        let patterned = json::redact_text_fallback(text, &self.rules, &mut found);
+        let patterned = text_with_urls(patterned, &self.rules, &mut found);
         self.secrets.replace_known(&patterned).into_owned()
     }
 }

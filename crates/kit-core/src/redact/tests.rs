@@ -572,15 +572,16 @@ fn rule_4_json_under_another_label_is_read_as_json() {
 }
 
 /// A URL in a JSON string is a URL: a pagination link carries the access token (as Graph
-/// APIs write `paging.next`), a configuration's database URL its password. Only a string that
-/// reads as a URL, absolute or rooted, is read so.
+/// APIs write `paging.next`), a configuration's database URL its password. A string that reads
+/// as a URL, absolute or rooted, is read whole; an absolute URL in prose is read too (see
+/// `rules_2_and_3_urls_in_prose_are_sanitized`).
 #[test]
 fn rules_2_and_3_urls_in_json_strings_are_sanitized() {
     let s = sanitizer();
-    let body = r#"{"data": [1], "paging": {"next": "https://graph.example/v1/me/feed?access_token=paging-access-token&after=abc", "previous": "https:\/\/graph.example\/v1\/feed?token=escaped-slash-token&before=x"}, "self": "/orders?page=2", "rel": "/cb#id_token=fragment-id-token", "note": "see http://x?token=kept-in-prose-value", "name": "Ada"}"#;
+    let body = r#"{"data": [1], "paging": {"next": "https://graph.example/v1/me/feed?access_token=paging-access-token&after=abc", "previous": "https:\/\/graph.example\/v1\/feed?token=escaped-slash-token&before=x"}, "self": "/orders?page=2", "rel": "/cb#id_token=fragment-id-token", "note": "see http://x?token=written-in-prose-value", "name": "Ada"}"#;
     assert_eq!(
         s.body(Some("application/json"), body.as_bytes()),
-        r#"{"data": [1], "paging": {"next": "https://graph.example/v1/me/feed?access_token=[REDACTED]&after=abc", "previous": "https://graph.example/v1/feed?token=[REDACTED]&before=x"}, "self": "/orders?page=2", "rel": "/cb#id_token=[REDACTED]", "note": "see http://x?token=kept-in-prose-value", "name": "Ada"}"#
+        r#"{"data": [1], "paging": {"next": "https://graph.example/v1/me/feed?access_token=[REDACTED]&after=abc", "previous": "https://graph.example/v1/feed?token=[REDACTED]&before=x"}, "self": "/orders?page=2", "rel": "/cb#id_token=[REDACTED]", "note": "see http://x?token=[REDACTED]", "name": "Ada"}"#
     );
     // User-info is removed though no sensitive name is written anywhere in the body.
     assert_eq!(
@@ -592,10 +593,114 @@ fn rules_2_and_3_urls_in_json_strings_are_sanitized() {
     );
     assert_eq!(
         s.text(
-            "paging-access-token escaped-slash-token fragment-id-token db-url-password kept-in-prose-value"
+            "paging-access-token escaped-slash-token fragment-id-token db-url-password written-in-prose-value"
         ),
-        format!("{} kept-in-prose-value", ["[REDACTED]"; 4].join(" "))
+        ["[REDACTED]"; 5].join(" ")
     );
+}
+
+/// A URL written in prose is a URL too: a JSON error's message naming the link that failed,
+/// a plain-text body or log line, a failure message. Its sensitive query values and user-info
+/// are redacted as a `Location` header's are (rules 2 and 3), the words around it kept; a
+/// sentence's full stop or a bracket around the URL is not part of it.
+#[test]
+fn rules_2_and_3_urls_in_prose_are_sanitized() {
+    let s = sanitizer();
+    // In a JSON string, slashes escaped or not, the string still JSON after.
+    let body = r#"{"error": "upstream https://pay.example/v2/charge?api_key=prose-api-key-1&amount=5 refused", "hint": "retry at https:\/\/pay.example\/retry?token=prose-token-2.", "ok": "see https://docs.example/errors#e42"}"#;
+    let redacted = s.body(Some("application/json"), body.as_bytes());
+    assert_eq!(
+        redacted,
+        r#"{"error": "upstream https://pay.example/v2/charge?api_key=[REDACTED]&amount=5 refused", "hint": "retry at https://pay.example/retry?token=[REDACTED].", "ok": "see https://docs.example/errors#e42"}"#
+    );
+    serde_json::from_str::<serde_json::Value>(&redacted).unwrap();
+    // A plain-text body: user-info goes, brackets and punctuation stay outside the URL.
+    let text = "Reset it (https://app.example/reset?user=7&token=prose-reset-token-3), or call \
+                postgres://admin:prose-db-password-4@db.example/app; then https://x.example/?page=2!";
+    assert_eq!(
+        s.body(Some("text/plain"), text.as_bytes()),
+        "Reset it (https://app.example/reset?user=7&token=[REDACTED]), or call \
+         postgres://db.example/app; then https://x.example/?page=2!"
+    );
+    // A failure message, as `Sanitizer::text` reads it.
+    assert_eq!(
+        s.text("GET https://api.example/v1/me?access_token=prose-access-token-5 failed: 401"),
+        "GET https://api.example/v1/me?access_token=[REDACTED] failed: 401"
+    );
+    // What was redacted is known now, without the punctuation after it.
+    assert_eq!(
+        s.text("prose-api-key-1 prose-token-2 prose-reset-token-3 prose-db-password-4 prose-access-token-5"),
+        ["[REDACTED]"; 5].join(" ")
+    );
+    // Text with nothing to redact is kept as written, odd `://` and all.
+    for plain in [
+        "ratio 3://4 and a://b?c=d",
+        "://token=x",
+        "see https://example.org/a?page=2.",
+    ] {
+        assert_eq!(s.text(plain), plain);
+        assert_eq!(s.body(Some("text/plain"), plain.as_bytes()), plain);
+    }
+    // JSON cut short, read by the text fallback (rule 6).
+    assert_eq!(
+        s.body(
+            Some("application/json"),
+            br#"{"error": "see https://api.example/x?token=prose-cut-token-8 for", "more": "#
+        ),
+        r#"{"error": "see https://api.example/x?token=[REDACTED] for", "more": "#
+    );
+    // A multipart field with no type of its own, as a form posts a callback.
+    let multipart = "--b\r\nContent-Disposition: form-data; name=\"callback\"\r\n\r\nhttps://cb.example/done?state=1&token=prose-part-token-7\r\n--b--\r\n";
+    assert_eq!(
+        s.body(Some("multipart/form-data; boundary=b"), multipart.as_bytes()),
+        "--b\r\nContent-Disposition: form-data; name=\"callback\"\r\n\r\nhttps://cb.example/done?state=1&token=[REDACTED]\r\n--b--\r\n"
+    );
+    // A URL carried unencoded in another's query, as a sign-in page's `next`; and a URL right
+    // after a `://` that has no scheme.
+    assert_eq!(
+        s.text("go to https://sso.example/login?next=https://app.example/cb?token=prose-nested-9&x=1 now"),
+        "go to https://sso.example/login?next=https://app.example/cb?token=[REDACTED]&x=1 now"
+    );
+    assert_eq!(
+        s.text("://https://h.example/?token=prose-after-colon-10"),
+        "://https://h.example/?token=[REDACTED]"
+    );
+    // So is one a header's, a JSON string's or a rooted URL carries.
+    assert_eq!(
+        s.header(
+            "Location",
+            &["https://sso.example/login?next=https://app.example/cb?token=prose-nested-11"]
+        ),
+        "https://sso.example/login?next=https://app.example/cb?token=[REDACTED]"
+    );
+    assert_eq!(
+        s.body(
+            Some("application/json"),
+            br#"{"next": "/login?return=https://app.example/cb?access_token=prose-nested-12"}"#
+        ),
+        r#"{"next": "/login?return=https://app.example/cb?access_token=[REDACTED]"}"#
+    );
+    // A URL whose brackets are its own keeps them.
+    assert_eq!(
+        s.text("https://wiki.example/A_(b)?token=prose-token-6)"),
+        "https://wiki.example/A_(b)?token=[REDACTED]"
+    );
+}
+
+/// Hostile text for the prose scan: a million `://`, a scheme a million letters long, a URL
+/// followed by a million closing brackets. Each is one pass.
+#[test]
+fn urls_in_prose_are_found_in_linear_time() {
+    let inputs = [
+        "a://".repeat(250_000),
+        format!("{}://h/?token=x", "a".repeat(1_000_000)),
+        format!("https://h/?token=abc{}", ")".repeat(1_000_000)),
+        " x://?".repeat(200_000),
+    ];
+    for input in inputs {
+        let out = linear(move || sanitizer().text(&input).len());
+        assert!(out > 0);
+    }
 }
 
 /// A parameter only the query list names (`key`) in a JSON body's URL is redacted though the

@@ -83,6 +83,45 @@ pub(crate) fn sanitize_url_naming(
     redact: bool,
     found: &mut dyn FnMut(&str),
 ) -> String {
+    let sanitized = sanitize_one_url(url, rules, also, redact, found);
+    if redact {
+        with_nested_urls(sanitized, rules, found, 0)
+    } else {
+        sanitized
+    }
+}
+
+/// `url`, sanitized, with the URLs its query or fragment carries unencoded (`?next=https://…`,
+/// as a sign-in page writes where to go back to) sanitized as URLs of their own, [`NESTED_URLS`]
+/// deep. Read as the outer URL's, such a URL's first pair is part of the outer pair's value:
+/// `?next=https://app.example/cb?token=…` would keep its token.
+fn with_nested_urls(url: String, rules: &Rules, found: &mut dyn FnMut(&str), depth: u8) -> String {
+    if depth >= NESTED_URLS {
+        return url;
+    }
+    // Past this URL's own `://`, if it begins with a scheme (a rooted URL's first `://` is
+    // the carried URL's).
+    let inner_from = match url.find("://") {
+        Some(separator) if separator > 0 && scheme_start(url.as_bytes(), separator) == 0 => separator + 3,
+        _ => 0,
+    };
+    match url
+        .get(inner_from..)
+        .map(|rest| urls_in_text(rest, rules, found, depth + 1))
+    {
+        Some(std::borrow::Cow::Owned(inner)) => [&url[..inner_from], inner.as_str()].concat(),
+        _ => url,
+    }
+}
+
+/// [`sanitize_url_naming`] for this URL alone, not those it carries.
+fn sanitize_one_url(
+    url: &str,
+    rules: &Rules,
+    also: &[&str],
+    redact: bool,
+    found: &mut dyn FnMut(&str),
+) -> String {
     let (before_fragment, fragment) = match url.split_once('#') {
         Some((a, f)) => (a, Some(f)),
         None => (url, None),
@@ -147,6 +186,119 @@ pub(crate) fn sanitize_url_naming(
         }
     }
     out
+}
+
+/// `text` with each absolute URL written in it (`scheme://…`, in prose, a log line or an error
+/// message) sanitized as a URL: `see https://api.example/x?token=…` keeps its words and loses
+/// the token. A URL runs from its scheme to the first space, quote, angle bracket, backtick,
+/// backslash or control character; a `.`, `,`, `;`, `:`, `!` or `?` it ends with is the
+/// sentence's, not its own, and so is a closing bracket it does not open. Borrows when there
+/// is nothing to change, as for text that holds no `://`.
+pub(crate) fn redact_urls_in_text<'t>(
+    text: &'t str,
+    rules: &Rules,
+    found: &mut dyn FnMut(&str),
+) -> std::borrow::Cow<'t, str> {
+    urls_in_text(text, rules, found, 0)
+}
+
+/// How many URLs deep a URL in another's query (`?next=https://…?token=…`) is read as a URL of
+/// its own (see [`with_nested_urls`]). Each level reads the rest of its URL once more, so
+/// hostile nesting costs a few passes, not one a level.
+const NESTED_URLS: u8 = 3;
+
+/// [`redact_urls_in_text`] inside `depth` URLs.
+fn urls_in_text<'t>(
+    text: &'t str,
+    rules: &Rules,
+    found: &mut dyn FnMut(&str),
+    depth: u8,
+) -> std::borrow::Cow<'t, str> {
+    use std::borrow::Cow;
+    if !text.contains("://") {
+        return Cow::Borrowed(text);
+    }
+    let bytes = text.as_bytes();
+    let mut out = String::new();
+    let mut copied = 0;
+    let mut searched = 0;
+    while let Some(found_at) = text[searched..].find("://") {
+        let separator = searched + found_at;
+        let start = scheme_start(bytes, separator);
+        if start == separator {
+            // No scheme: not a URL, but one may begin right after it (`://https://…`).
+            searched = separator + 3;
+            continue;
+        }
+        let end = url_end(bytes, start, separator + 3);
+        // A URL inside this one is read below, as part of it.
+        searched = end.max(separator + 3);
+        if !may_change(&bytes[start..end]) {
+            continue;
+        }
+        let url = &text[start..end];
+        let sanitized = with_nested_urls(
+            sanitize_one_url(url, rules, &[], true, found),
+            rules,
+            found,
+            depth,
+        );
+        if sanitized != url {
+            out.push_str(&text[copied..start]);
+            out.push_str(&sanitized);
+            copied = end;
+        }
+    }
+    if copied == 0 {
+        return Cow::Borrowed(text);
+    }
+    out.push_str(&text[copied..]);
+    Cow::Owned(out)
+}
+
+/// Where the scheme before the `://` at `separator` begins: the letters, digits, `+`, `-` and
+/// `.` before it, from the first letter among them (RFC 3986's `scheme`). `separator` itself
+/// when there is none.
+fn scheme_start(bytes: &[u8], separator: usize) -> usize {
+    let mut start = separator;
+    while start > 0
+        && matches!(bytes[start - 1], b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'+' | b'-' | b'.')
+    {
+        start -= 1;
+    }
+    // A scheme begins with a letter: `1.https://` is `https://` after `1.`.
+    while start < separator && !bytes[start].is_ascii_alphabetic() {
+        start += 1;
+    }
+    start
+}
+
+/// Where the URL that begins at `start` and whose authority begins at `from` ends in prose.
+fn url_end(bytes: &[u8], start: usize, from: usize) -> usize {
+    let mut end = from;
+    while let Some(&b) = bytes.get(end) {
+        if b.is_ascii_whitespace()
+            || b.is_ascii_control()
+            || matches!(b, b'"' | b'\'' | b'<' | b'>' | b'`' | b'\\')
+        {
+            break;
+        }
+        end += 1;
+    }
+    // Punctuation that ends a sentence, or closes a bracket the URL does not open. (Looked for
+    // once: a run of a million `)` after a URL costs one pass, not one a character.)
+    let url = &bytes[start..end];
+    let opens = [b'(', b'[', b'{'].map(|open| url.contains(&open));
+    while end > from {
+        match bytes[end - 1] {
+            b'.' | b',' | b';' | b':' | b'!' | b'?' => end -= 1,
+            b')' if !opens[0] => end -= 1,
+            b']' if !opens[1] => end -= 1,
+            b'}' if !opens[2] => end -= 1,
+            _ => break,
+        }
+    }
+    end
 }
 
 /// How a header's value holds URLs, if it does: whole (`Location`), between angle brackets
