@@ -127,13 +127,18 @@ impl<'a> Scanner<'a> {
         let url = unescape(&self.text[from..to]);
         let sanitized = super::url::sanitize_url(&url, rules, true, found);
         if sanitized != *url {
-            self.out.push_str(&self.text[self.copied..from]);
-            // The string's quotes stay where they are; its content is escaped again.
-            let quoted = serde_json::to_string(&sanitized).unwrap_or_default();
-            self.out
-                .push_str(quoted.get(1..quoted.len().saturating_sub(1)).unwrap_or_default());
-            self.copied = to;
+            self.rewrite_string(from, to, &sanitized);
         }
+    }
+
+    /// Writes `content` in place of the string content at `from..to`: the string's quotes stay
+    /// where they are, and its content is escaped again.
+    fn rewrite_string(&mut self, from: usize, to: usize, content: &str) {
+        self.out.push_str(&self.text[self.copied..from]);
+        let quoted = serde_json::to_string(content).unwrap_or_default();
+        self.out
+            .push_str(quoted.get(1..quoted.len().saturating_sub(1)).unwrap_or_default());
+        self.copied = to;
     }
 
     /// The string value whose content is `from..to`, with each URL written in it sanitized
@@ -143,11 +148,7 @@ impl<'a> Scanner<'a> {
     fn sanitize_prose(&mut self, from: usize, to: usize, rules: &Rules, found: &mut dyn FnMut(&str)) {
         let content = unescape(&self.text[from..to]);
         if let Cow::Owned(sanitized) = super::url::redact_urls_in_text(&content, rules, found) {
-            self.out.push_str(&self.text[self.copied..from]);
-            let quoted = serde_json::to_string(&sanitized).unwrap_or_default();
-            self.out
-                .push_str(quoted.get(1..quoted.len().saturating_sub(1)).unwrap_or_default());
-            self.copied = to;
+            self.rewrite_string(from, to, &sanitized);
         }
     }
 
