@@ -688,7 +688,8 @@ fn rules_2_and_3_urls_in_prose_are_sanitized() {
 }
 
 /// Hostile text for the prose scan: a million `://`, a scheme a million letters long, a URL
-/// followed by a million closing brackets. Each is one pass.
+/// followed by a million closing brackets, URLs carried in URLs the whole text deep. Each is
+/// a few passes.
 #[test]
 fn urls_in_prose_are_found_in_linear_time() {
     let inputs = [
@@ -696,6 +697,8 @@ fn urls_in_prose_are_found_in_linear_time() {
         format!("{}://h/?token=x", "a".repeat(1_000_000)),
         format!("https://h/?token=abc{}", ")".repeat(1_000_000)),
         " x://?".repeat(200_000),
+        // Each URL carrying the next, as deep as the text.
+        "h://?t=".repeat(150_000),
     ];
     for input in inputs {
         let out = linear(move || sanitizer().text(&input).len());
