@@ -55,6 +55,9 @@ struct Scanner<'a> {
     redacting: usize,
     /// Whether the text holds `://` anywhere, so that a string may hold a URL in prose.
     urls_in_prose: bool,
+    /// Whether the text writes a query-list name after `?`, `&` or `#` and before `=`
+    /// anywhere, so that a string may hold a relative URL's or a bare query's sensitive pair.
+    pairs_in_prose: bool,
 }
 
 impl<'a> Scanner<'a> {
@@ -142,7 +145,8 @@ impl<'a> Scanner<'a> {
     }
 
     /// The string value whose content is `from..to`, with each URL written in it sanitized
-    /// (`"see https://…?token=…"`), and written anew where that changed it.
+    /// (`"see https://…?token=…"`, `"see /reset?token=…"`), and written anew where that
+    /// changed it.
     #[cold]
     #[inline(never)]
     fn sanitize_prose(&mut self, from: usize, to: usize, rules: &Rules, found: &mut dyn FnMut(&str)) {
@@ -268,6 +272,7 @@ pub(crate) fn redact_json<'t>(
         redacting: 0,
         // One pass over the text spares a look into every string of a body with no URL.
         urls_in_prose: text.contains("://") || text.contains(":\\/\\/"),
+        pairs_in_prose: super::may_hold_query_parameter(text, rules),
     };
     let mut stack: Vec<Frame> = Vec::new();
     // Set when the next value is a sensitive member's.
@@ -325,7 +330,11 @@ pub(crate) fn redact_json<'t>(
                         found(&unescape(&text[from..to]));
                     } else if s.redacting == 0 && may_be_url(&s.bytes[from..to]) {
                         s.sanitize_url(from, to, rules, found);
-                    } else if s.redacting == 0 && s.urls_in_prose && holds_url(&s.bytes[from..to]) {
+                    } else if s.redacting == 0
+                        && ((s.urls_in_prose && holds_url(&s.bytes[from..to]))
+                            || (s.pairs_in_prose
+                                && s.bytes[from..to].iter().any(|&b| matches!(b, b'?' | b'#'))))
+                    {
                         s.sanitize_prose(from, to, rules, found);
                     }
                     complete_value(&mut s, &mut stack);

@@ -358,7 +358,7 @@ fn json_body<'t>(text: &'t str, rules: &Rules, found: &mut dyn FnMut(&str)) -> C
 /// finder cannot see it, so a body naming no sensitive JSON property passed with its link
 /// (`"https://maps.example/api?key=…"`) unread. Most bodies hold no `?` and no `#`, which one
 /// pass finds first.
-fn may_hold_query_parameter(text: &str, rules: &Rules) -> bool {
+pub(super) fn may_hold_query_parameter(text: &str, rules: &Rules) -> bool {
     holds_either(text.as_bytes(), b'?', b'#')
         && text.match_indices(['?', '&', '#']).any(|(at, _)| {
             let rest = &text[at + 1..];

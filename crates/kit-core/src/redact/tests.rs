@@ -680,6 +680,27 @@ fn rules_2_and_3_urls_in_prose_are_sanitized() {
         ),
         r#"{"next": "/login?return=https://app.example/cb?access_token=[REDACTED]"}"#
     );
+    // A relative URL or a bare query carries its pairs as an absolute URL does: in text, in a
+    // JSON string, after `#`, percent-encoded; other pairs, and other `=` after `?`, stay.
+    assert_eq!(
+        s.text("open /reset?user=7&token=prose-relative-13. Or cb#access_token=prose-fragment-14"),
+        "open /reset?user=7&token=[REDACTED]. Or cb#access_token=[REDACTED]"
+    );
+    assert_eq!(
+        s.body(
+            Some("application/json"),
+            br#"{"hint": "retry /pay?k%65y=prose-encoded-15 later", "q": "is a=b? yes", "page": "/x?page=2"}"#
+        ),
+        r#"{"hint": "retry /pay?k%65y=[REDACTED] later", "q": "is a=b? yes", "page": "/x?page=2"}"#
+    );
+    assert_eq!(
+        s.body(Some("text/plain"), b"GET /v1/me?access_token=prose-log-16 200"),
+        "GET /v1/me?access_token=[REDACTED] 200"
+    );
+    assert_eq!(
+        s.text("prose-relative-13 prose-fragment-14 prose-encoded-15 prose-log-16"),
+        ["[REDACTED]"; 4].join(" ")
+    );
     // A URL whose brackets are its own keeps them.
     assert_eq!(
         s.text("https://wiki.example/A_(b)?token=prose-token-6)"),
@@ -699,6 +720,9 @@ fn urls_in_prose_are_found_in_linear_time() {
         " x://?".repeat(200_000),
         // Each URL carrying the next, as deep as the text.
         "h://?t=".repeat(150_000),
+        // Pairs without end, and names without `=`.
+        "?token=&".repeat(150_000),
+        "?tokentokentoken".repeat(100_000),
     ];
     for input in inputs {
         let out = linear(move || sanitizer().text(&input).len());

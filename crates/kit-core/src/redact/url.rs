@@ -194,12 +194,83 @@ fn sanitize_one_url(
 /// backslash or control character; a `.`, `,`, `;`, `:`, `!` or `?` it ends with is the
 /// sentence's, not its own, and so is a closing bracket it does not open. Borrows when there
 /// is nothing to change, as for text that holds no `://`.
+///
+/// Then, as a relative URL or a bare query carries them (`see /reset?token=…`,
+/// `callback#access_token=…`), each value of a query-list name written after `?`, `&` or `#`
+/// and before `=` is redacted wherever it stands (see [`redact_query_pairs_in_text`]).
 pub(crate) fn redact_urls_in_text<'t>(
     text: &'t str,
     rules: &Rules,
     found: &mut dyn FnMut(&str),
 ) -> std::borrow::Cow<'t, str> {
-    urls_in_text(text, rules, found, 0)
+    use std::borrow::Cow;
+    match urls_in_text(text, rules, found, 0) {
+        Cow::Borrowed(text) => redact_query_pairs_in_text(text, rules, found),
+        Cow::Owned(urls) => Cow::Owned(redact_query_pairs_in_text(&urls, rules, found).into_owned()),
+    }
+}
+
+/// `text` with the value of each sensitive query pair written in it redacted: `?`, `&` or `#`,
+/// a name of the query list (compared decoded, as a URL's reader compares it), `=`, then the
+/// value, up to the next `&` or `#`, space, quote, angle bracket, backtick, backslash or control
+/// character, without the punctuation that ends a sentence. A value already `[REDACTED]` stays.
+pub(crate) fn redact_query_pairs_in_text<'t>(
+    text: &'t str,
+    rules: &Rules,
+    found: &mut dyn FnMut(&str),
+) -> std::borrow::Cow<'t, str> {
+    use std::borrow::Cow;
+    let bytes = text.as_bytes();
+    let stops = |b: u8| {
+        b.is_ascii_whitespace()
+            || b.is_ascii_control()
+            || matches!(b, b'&' | b'#' | b'?' | b'"' | b'\'' | b'<' | b'>' | b'`' | b'\\')
+    };
+    let mut out = String::new();
+    let mut copied = 0;
+    let mut at = 0;
+    while let Some(offset) = bytes[at..].iter().position(|&b| matches!(b, b'?' | b'&' | b'#')) {
+        let name_from = at + offset + 1;
+        let name_to = skip_while(bytes, name_from, |b| b != b'=' && !stops(b));
+        at = name_to;
+        if bytes.get(name_to) != Some(&b'=') || name_to == name_from {
+            continue;
+        }
+        let name = &text[name_from..name_to];
+        let sensitive = rules.is_sensitive_query_parameter(name)
+            || (name.contains(['%', '+']) && rules.is_sensitive_query_parameter(&percent_decode(name, true)));
+        if !sensitive {
+            continue;
+        }
+        let value_from = name_to + 1;
+        let mut value_to = skip_while(bytes, value_from, |b| !stops(b));
+        at = value_to;
+        // Redacted already, by the URL's own reading (its brackets are not punctuation).
+        if text[value_from..value_to].starts_with(REDACTED) {
+            continue;
+        }
+        while value_to > value_from
+            && matches!(
+                bytes[value_to - 1],
+                b'.' | b',' | b';' | b':' | b'!' | b')' | b']' | b'}'
+            )
+        {
+            value_to -= 1;
+        }
+        let value = &text[value_from..value_to];
+        if value.is_empty() {
+            continue;
+        }
+        found(&percent_decode(value, true));
+        out.push_str(&text[copied..value_from]);
+        out.push_str(REDACTED);
+        copied = value_to;
+    }
+    if copied == 0 {
+        return Cow::Borrowed(text);
+    }
+    out.push_str(&text[copied..]);
+    Cow::Owned(out)
 }
 
 /// How many URLs deep a URL in another's query (`?next=https://…?token=…`) is read as a URL of
