@@ -354,24 +354,13 @@ fn json_body<'t>(text: &'t str, rules: &Rules, found: &mut dyn FnMut(&str)) -> C
 }
 
 /// Whether a URL in `text` may carry a parameter that only the query list names (`key`, or a
-/// name added to that list alone): `?`, `&` or `#`, then such a name, then `=`. The JSON names'
-/// finder cannot see it, so a body naming no sensitive JSON property passed with its link
+/// name added to that list alone): `?`, `&` or `#`, then such a name, then `=`, read as the
+/// redaction of pairs in prose reads it ([`url::sensitive_pairs`]). The JSON names' finder
+/// cannot see it, so a body naming no sensitive JSON property passed with its link
 /// (`"https://maps.example/api?key=…"`) unread. Most bodies hold no `?` and no `#`, which one
 /// pass finds first.
 pub(super) fn may_hold_query_parameter(text: &str, rules: &Rules) -> bool {
-    holds_either(text.as_bytes(), b'?', b'#')
-        && text.match_indices(['?', '&', '#']).any(|(at, _)| {
-            let rest = &text[at + 1..];
-            let end = rest
-                .find(|c: char| matches!(c, '=' | '&' | '#' | '?' | '"' | '\\') || c.is_whitespace())
-                .unwrap_or(rest.len());
-            let name = &rest[..end];
-            // The URL's reader judges a name decoded (`k%65y`), and so does this look.
-            rest[end..].starts_with('=')
-                && (rules.is_sensitive_query_parameter(name)
-                    || (name.contains(['%', '+'])
-                        && rules.is_sensitive_query_parameter(&url::percent_decode(name, true))))
-        })
+    holds_either(text.as_bytes(), b'?', b'#') && url::sensitive_pairs(text, rules).next().is_some()
 }
 
 /// Whether `bytes` holds `a` or `b`. A chunk at a time, with no early exit inside a chunk, so

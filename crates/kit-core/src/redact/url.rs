@@ -210,10 +210,10 @@ pub(crate) fn redact_urls_in_text<'t>(
     }
 }
 
-/// `text` with the value of each sensitive query pair written in it redacted: `?`, `&` or `#`,
-/// a name of the query list (compared decoded, as a URL's reader compares it), `=`, then the
-/// value, up to the next `&` or `#`, space, quote, angle bracket, backtick, backslash or control
-/// character, without the punctuation that ends a sentence. A value already `[REDACTED]` stays.
+/// `text` with the value of each sensitive query pair written in it redacted (see
+/// [`sensitive_pairs`]): the value runs from the `=` up to the next `&`, `#` or `?`, or where
+/// prose ends a URL ([`ends_in_prose`]), without the punctuation that ends a sentence. A value
+/// already `[REDACTED]` stays.
 pub(crate) fn redact_query_pairs_in_text<'t>(
     text: &'t str,
     rules: &Rules,
@@ -221,42 +221,16 @@ pub(crate) fn redact_query_pairs_in_text<'t>(
 ) -> std::borrow::Cow<'t, str> {
     use std::borrow::Cow;
     let bytes = text.as_bytes();
-    let stops = |b: u8| {
-        b.is_ascii_whitespace()
-            || b.is_ascii_control()
-            || matches!(b, b'&' | b'#' | b'?' | b'"' | b'\'' | b'<' | b'>' | b'`' | b'\\')
-    };
     let mut out = String::new();
     let mut copied = 0;
-    let mut at = 0;
-    while let Some(offset) = bytes[at..].iter().position(|&b| matches!(b, b'?' | b'&' | b'#')) {
-        let name_from = at + offset + 1;
-        let name_to = skip_while(bytes, name_from, |b| b != b'=' && !stops(b));
-        at = name_to;
-        if bytes.get(name_to) != Some(&b'=') || name_to == name_from {
-            continue;
-        }
-        let name = &text[name_from..name_to];
-        let sensitive = rules.is_sensitive_query_parameter(name)
-            || (name.contains(['%', '+']) && rules.is_sensitive_query_parameter(&percent_decode(name, true)));
-        if !sensitive {
-            continue;
-        }
-        let value_from = name_to + 1;
-        let mut value_to = skip_while(bytes, value_from, |b| !stops(b));
-        at = value_to;
+    for equals in sensitive_pairs(text, rules) {
+        let value_from = equals + 1;
+        let value_to = skip_while(bytes, value_from, |b| !ends_pair(b));
         // Redacted already, by the URL's own reading (its brackets are not punctuation).
         if text[value_from..value_to].starts_with(REDACTED) {
             continue;
         }
-        while value_to > value_from
-            && matches!(
-                bytes[value_to - 1],
-                b'.' | b',' | b';' | b':' | b'!' | b')' | b']' | b'}'
-            )
-        {
-            value_to -= 1;
-        }
+        let value_to = without_trailing_punctuation(bytes, value_from, value_to);
         let value = &text[value_from..value_to];
         if value.is_empty() {
             continue;
@@ -271,6 +245,62 @@ pub(crate) fn redact_query_pairs_in_text<'t>(
     }
     out.push_str(&text[copied..]);
     Cow::Owned(out)
+}
+
+/// Where the `=` of each sensitive query pair written in `text` stands: `?`, `&` or `#`, then a
+/// name of the query list (compared decoded too, as a URL's reader compares it), then `=`. Both
+/// the JSON body's prefilter and the redaction of pairs in prose read pairs this way, so a body
+/// the prefilter lets pass holds none the redaction would find.
+pub(crate) fn sensitive_pairs<'t>(text: &'t str, rules: &'t Rules) -> impl Iterator<Item = usize> + 't {
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        while let Some(offset) = bytes[at..].iter().position(|&b| matches!(b, b'?' | b'&' | b'#')) {
+            let name_from = at + offset + 1;
+            let name_to = skip_while(bytes, name_from, |b| b != b'=' && !ends_pair(b));
+            at = name_to;
+            if bytes.get(name_to) != Some(&b'=') || name_to == name_from {
+                continue;
+            }
+            let name = &text[name_from..name_to];
+            if rules.is_sensitive_query_parameter(name)
+                || (name.contains(['%', '+'])
+                    && rules.is_sensitive_query_parameter(&percent_decode(name, true)))
+            {
+                return Some(name_to);
+            }
+        }
+        None
+    })
+}
+
+/// Whether `b` ends a URL written in prose: a space, a control character, a quote, an angle
+/// bracket, a backtick or a backslash.
+fn ends_in_prose(b: u8) -> bool {
+    b.is_ascii_whitespace() || b.is_ascii_control() || matches!(b, b'"' | b'\'' | b'<' | b'>' | b'`' | b'\\')
+}
+
+/// Whether `b` ends a query pair's name or value written in prose.
+fn ends_pair(b: u8) -> bool {
+    ends_in_prose(b) || matches!(b, b'&' | b'#' | b'?')
+}
+
+/// `end`, moved back to `from` at most over the punctuation that ends a sentence (`.`, `,`,
+/// `;`, `:`, `!`, `?`) and the closing brackets that `bytes[from..end]` does not open.
+/// (Openers are looked for once: a run of a million `)` costs one pass, not one a character.)
+fn without_trailing_punctuation(bytes: &[u8], from: usize, mut end: usize) -> usize {
+    let run = &bytes[from..end];
+    let opens = [b'(', b'[', b'{'].map(|open| run.contains(&open));
+    while end > from {
+        match bytes[end - 1] {
+            b'.' | b',' | b';' | b':' | b'!' | b'?' => end -= 1,
+            b')' if !opens[0] => end -= 1,
+            b']' if !opens[1] => end -= 1,
+            b'}' if !opens[2] => end -= 1,
+            _ => break,
+        }
+    }
+    end
 }
 
 /// How many URLs deep a URL in another's query (`?next=https://…?token=…`) is read as a URL of
@@ -301,7 +331,7 @@ fn urls_in_text<'t>(
             searched = separator + 3;
             continue;
         }
-        let end = url_end(bytes, start, separator + 3);
+        let end = url_end(bytes, separator + 3);
         // A URL inside this one is read below, as part of it.
         searched = end.max(separator + 3);
         if !may_change(&bytes[start..end]) {
@@ -344,32 +374,10 @@ fn scheme_start(bytes: &[u8], separator: usize) -> usize {
     start
 }
 
-/// Where the URL that begins at `start` and whose authority begins at `from` ends in prose.
-fn url_end(bytes: &[u8], start: usize, from: usize) -> usize {
-    let mut end = from;
-    while let Some(&b) = bytes.get(end) {
-        if b.is_ascii_whitespace()
-            || b.is_ascii_control()
-            || matches!(b, b'"' | b'\'' | b'<' | b'>' | b'`' | b'\\')
-        {
-            break;
-        }
-        end += 1;
-    }
-    // Punctuation that ends a sentence, or closes a bracket the URL does not open. (Looked for
-    // once: a run of a million `)` after a URL costs one pass, not one a character.)
-    let url = &bytes[start..end];
-    let opens = [b'(', b'[', b'{'].map(|open| url.contains(&open));
-    while end > from {
-        match bytes[end - 1] {
-            b'.' | b',' | b';' | b':' | b'!' | b'?' => end -= 1,
-            b')' if !opens[0] => end -= 1,
-            b']' if !opens[1] => end -= 1,
-            b'}' if !opens[2] => end -= 1,
-            _ => break,
-        }
-    }
-    end
+/// Where the URL whose authority begins at `from` ends in prose. (Its scheme holds no bracket,
+/// so the brackets it opens are all after `from`.)
+fn url_end(bytes: &[u8], from: usize) -> usize {
+    without_trailing_punctuation(bytes, from, skip_while(bytes, from, |b| !ends_in_prose(b)))
 }
 
 /// How a header's value holds URLs, if it does: whole (`Location`), between angle brackets
