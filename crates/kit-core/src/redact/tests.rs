@@ -708,6 +708,101 @@ fn rules_2_and_3_urls_in_prose_are_sanitized() {
     );
 }
 
+/// A URL carried percent-encoded in another's query or a form's value (as `next` or an OAuth
+/// `redirect_uri` should be written) is read as a URL of its own: its sensitive pairs and
+/// user-info go, and it is encoded again. Values that are no URL, or whose URL holds nothing
+/// to redact, are kept as written.
+#[test]
+fn rules_2_and_3_a_url_carried_percent_encoded_is_sanitized() {
+    let s = sanitizer();
+    // The request's own URL, a header's, in prose: the carried URL's token goes.
+    assert_eq!(
+        s.url("https://sso.example/login?next=https%3A%2F%2Fapp.example%2Fcb%3Fstate%3D1%26token%3Dcarried-token-1&lang=en"),
+        "https://sso.example/login?next=https%3A%2F%2Fapp.example%2Fcb%3Fstate%3D1%26token%3D[REDACTED]&lang=en"
+    );
+    assert_eq!(
+        s.header(
+            "Location",
+            &["/authorize?redirect_uri=https%3a%2f%2fuser%3Acarried-password-2%40cb.example%2Fdone"]
+        ),
+        "/authorize?redirect_uri=https%3A%2F%2Fcb.example%2Fdone"
+    );
+    assert_eq!(
+        s.text(
+            "redirecting to https://sso.example/?next=https%3A%2F%2Fa.example%2F%3Fkey%3Dcarried-key-3 now"
+        ),
+        "redirecting to https://sso.example/?next=https%3A%2F%2Fa.example%2F%3Fkey%3D[REDACTED] now"
+    );
+    // Encoded twice, and carried by a URL carried unencoded.
+    assert_eq!(
+        s.url("https://a.example/?u=https%253A%252F%252Fb.example%252F%253Ftoken%253Dcarried-twice-4"),
+        "https://a.example/?u=https%253A%252F%252Fb.example%252F%253Ftoken%253D[REDACTED]"
+    );
+    assert_eq!(
+        s.url("https://a.example/?next=https://b.example/?r=https%3A%2F%2Fc.example%2F%3Ftoken%3Dcarried-in-plain-5"),
+        "https://a.example/?next=https://b.example/?r=https%3A%2F%2Fc.example%2F%3Ftoken%3D[REDACTED]"
+    );
+    // A form's value, and a JSON string's URL naming nothing sensitive but the carried `key`.
+    assert_eq!(
+        s.body(
+            Some("application/x-www-form-urlencoded"),
+            b"grant_type=authorization_code&redirect_uri=https%3A%2F%2Fapp.example%2Fcb%3Ftoken%3Dcarried-form-6"
+        ),
+        "grant_type=authorization_code&redirect_uri=https%3A%2F%2Fapp.example%2Fcb%3Ftoken%3D[REDACTED]"
+    );
+    let body = br#"{"link": "/go?to=https%3A%2F%2Fmaps.example%2Fapi%3Fkey%3Dcarried-json-key-7", "n": 1}"#;
+    let redacted = s.body(Some("application/json"), body);
+    assert_eq!(
+        redacted,
+        r#"{"link": "/go?to=https%3A%2F%2Fmaps.example%2Fapi%3Fkey%3D[REDACTED]", "n": 1}"#
+    );
+    serde_json::from_str::<serde_json::Value>(&redacted).unwrap();
+    assert_eq!(
+        s.text("carried-token-1 carried-password-2 carried-key-3 carried-twice-4 carried-in-plain-5 carried-form-6 carried-json-key-7"),
+        ["[REDACTED]"; 7].join(" ")
+    );
+    // Kept as written: an encoded value that is no URL, a carried URL with nothing to redact,
+    // and a sanitized URL read again.
+    for kept in [
+        "https://a.example/?q=50%25%20off&next=%2Fhome",
+        "https://a.example/?next=https%3a%2f%2fb.example%2fpage%3fid%3d7",
+        "https://sso.example/login?next=https%3A%2F%2Fapp.example%2Fcb%3Ftoken%3D[REDACTED]",
+    ] {
+        assert_eq!(s.url(kept), kept);
+    }
+}
+
+/// The text of HTML and XML is read for URLs as prose is: a reset link in a mail's paragraph,
+/// a feed's `<link>`, a query escaped as markup writes it (`&amp;`). Inside a sensitive
+/// element the text is redacted whole, as before.
+#[test]
+fn rules_2_and_3_urls_in_markup_text_are_sanitized() {
+    let s = sanitizer();
+    let html = "<p>Reset it at https://app.example/reset?user=7&amp;token=markup-token-1.</p>\n\
+                <textarea name=\"note\">see /cb#access_token=markup-fragment-2</textarea>\
+                <style>body { background: url(https://cdn.example/a.png?sig=1&amp;api_key=markup-style-3) }</style>";
+    assert_eq!(
+        s.body(Some("text/html"), html.as_bytes()),
+        "<p>Reset it at https://app.example/reset?user=7&amp;token=[REDACTED].</p>\n\
+         <textarea name=\"note\">see /cb#access_token=[REDACTED]</textarea>\
+         <style>body { background: url(https://cdn.example/a.png?sig=1&amp;api_key=[REDACTED]) }</style>"
+    );
+    let xml = "<feed><link>https://api.example/items?page=2&amp;access_token=markup-xml-4</link>\
+               <![CDATA[ftp://admin:markup-cdata-5@files.example/x]]><title>a &amp; b?token</title></feed>";
+    assert_eq!(
+        s.body(Some("application/xml"), xml.as_bytes()),
+        "<feed><link>https://api.example/items?page=2&amp;access_token=[REDACTED]</link>\
+         <![CDATA[ftp://files.example/x]]><title>a &amp; b?token</title></feed>"
+    );
+    assert_eq!(
+        s.text("markup-token-1 markup-fragment-2 markup-style-3 markup-xml-4 markup-cdata-5"),
+        ["[REDACTED]"; 5].join(" ")
+    );
+    // Text with no URL, entities and all, is kept as written.
+    let plain = "<p>Q&amp;A: is 3 &lt; 4? Yes &amp;&amp; no.</p>";
+    assert_eq!(s.body(Some("text/html"), plain.as_bytes()), plain);
+}
+
 /// Hostile text for the prose scan: a million `://`, a scheme a million letters long, a URL
 /// followed by a million closing brackets, URLs carried in URLs the whole text deep. Each is
 /// a few passes.
@@ -723,6 +818,10 @@ fn urls_in_prose_are_found_in_linear_time() {
         // Pairs without end, and names without `=`.
         "?token=&".repeat(150_000),
         "?tokentokentoken".repeat(100_000),
+        // URLs carried percent-encoded, each in the one before, as deep as the text; and
+        // encoded `://` without end.
+        format!("h://?a={}", "h%3A%2F%2F%3Fa%3D".repeat(60_000)),
+        "h://?a=%3A%2F%2F&".repeat(60_000),
     ];
     for input in inputs {
         let out = linear(move || sanitizer().text(&input).len());
@@ -765,18 +864,24 @@ fn rules_2_and_3_a_query_only_name_in_a_json_url_is_redacted() {
     assert_eq!(s.body(Some("application/json"), plain.as_bytes()), plain);
 }
 
-/// The prefilter's byte search finds either byte wherever it stands: in a whole chunk, at a
-/// chunk's edges, in the remainder.
+/// The prefilters' byte search finds any of its bytes wherever it stands: in a whole chunk,
+/// at a chunk's edges, in the remainder.
 #[test]
-fn holds_either_finds_a_byte_at_every_position() {
+fn holds_any_finds_a_byte_at_every_position() {
     for len in 0..200 {
         let plain = vec![b'x'; len];
-        assert!(!holds_either(&plain, b'?', b'#'), "{len} bytes of neither");
+        assert!(!holds_any(&plain, [b'?', b'#']), "{len} bytes of neither");
+        assert!(!holds_any(&plain, [b':', b'?', b'#']), "{len} bytes of none");
         for at in 0..len {
-            for byte in [b'?', b'#'] {
+            for byte in [b'?', b'#', b':'] {
                 let mut bytes = plain.clone();
                 bytes[at] = byte;
-                assert!(holds_either(&bytes, b'?', b'#'), "{byte} at {at} of {len}");
+                assert_eq!(
+                    holds_any(&bytes, [b'?', b'#']),
+                    byte != b':',
+                    "{byte} at {at} of {len}"
+                );
+                assert!(holds_any(&bytes, [b':', b'?', b'#']), "{byte} at {at} of {len}");
             }
         }
     }

@@ -1,5 +1,7 @@
 //! URLs: user-info always removed, sensitive query values redacted.
 
+use std::borrow::Cow;
+
 use super::{REDACTED, Rules, skip_while};
 
 /// Percent-decodes `text` (`+` as a space when `plus_is_space`), lossy for invalid UTF-8.
@@ -37,12 +39,28 @@ pub(crate) fn percent_decode(text: &str, plus_is_space: bool) -> String {
 }
 
 /// Redacts the values of sensitive `name=value` pairs of a query or form body, keeping names
-/// and every other pair as written. `sensitive` judges a decoded name.
+/// and every other pair as written. `sensitive` judges a decoded name. A value that is a URL
+/// written percent-encoded (`next=https%3A%2F%2Fapp.example%2Fcb%3Ftoken%3D…`, as a sign-in
+/// page or an OAuth `redirect_uri` carries one) is read as a URL of its own (see
+/// [`carried_url`]).
 pub(crate) fn redact_pairs(
     text: &str,
     separator: char,
     sensitive: &dyn Fn(&str) -> bool,
+    rules: &Rules,
     found: &mut dyn FnMut(&str),
+) -> String {
+    redact_pairs_in(text, separator, sensitive, rules, found, 0)
+}
+
+/// [`redact_pairs`] inside `depth` URLs.
+fn redact_pairs_in(
+    text: &str,
+    separator: char,
+    sensitive: &dyn Fn(&str) -> bool,
+    rules: &Rules,
+    found: &mut dyn FnMut(&str),
+    depth: u8,
 ) -> String {
     let mut out = String::with_capacity(text.len());
     for (i, pair) in text.split(separator).enumerate() {
@@ -50,13 +68,71 @@ pub(crate) fn redact_pairs(
             out.push(separator);
         }
         match pair.split_once('=') {
-            Some((name, value)) if sensitive(&percent_decode(name, true)) => {
+            Some((name, value)) if sensitive(&percent_decode(unescaped_amp(name), true)) => {
                 found(&percent_decode(value, true));
                 out.push_str(name);
                 out.push('=');
                 out.push_str(REDACTED);
             }
-            _ => out.push_str(pair),
+            Some((name, value)) => {
+                out.push_str(name);
+                out.push('=');
+                out.push_str(&carried_url(value, rules, found, depth));
+            }
+            None => out.push_str(pair),
+        }
+    }
+    out
+}
+
+/// A pair's name as read after markup's escaped `&` (`?a=1&amp;token=…`, as an HTML page or an
+/// HTML fragment in JSON writes a query): the `amp;` is the separator's, not the name's.
+fn unescaped_amp(name: &str) -> &str {
+    name.strip_prefix("amp;").unwrap_or(name)
+}
+
+/// A query or form value that is a URL written percent-encoded, sanitized as a URL (its own
+/// query, user-info and carried URLs, [`NESTED_URLS`] deep in all) and encoded again; as
+/// written when nothing in it changed. Read as the outer URL's value, such a URL's pairs are one
+/// opaque value: `?next=https%3A%2F%2Fapp.example%2Fcb%3Ftoken%3D…` would keep its token. A
+/// value encoded twice is decoded twice, and encoded twice again.
+fn carried_url<'v>(value: &'v str, rules: &Rules, found: &mut dyn FnMut(&str), depth: u8) -> Cow<'v, str> {
+    // An encoded URL holds `%`: most values hold none, and are not decoded. A value holding
+    // `://` is a URL carried unencoded, which [`with_nested_urls`] reads as written.
+    if depth >= NESTED_URLS || !value.contains('%') || value.contains("://") {
+        return Cow::Borrowed(value);
+    }
+    let decoded = percent_decode(value, true);
+    let sanitized = if decoded.contains("://") {
+        // A `+` decodes to a space, which ends a URL in prose: the pairs after it are read
+        // as prose's are.
+        match urls_in_text(&decoded, rules, found, depth + 1) {
+            Cow::Borrowed(urls) => redact_query_pairs_in_text(urls, rules, found).into_owned(),
+            Cow::Owned(urls) => redact_query_pairs_in_text(&urls, rules, found).into_owned(),
+        }
+    } else {
+        carried_url(&decoded, rules, found, depth + 1).into_owned()
+    };
+    if sanitized == decoded {
+        Cow::Borrowed(value)
+    } else {
+        Cow::Owned(encode_value(&sanitized))
+    }
+}
+
+/// `text` percent-encoded as a query value: all but letters, digits, `-`, `.`, `_` and `~`
+/// (RFC 3986's unreserved), and the brackets of `[REDACTED]`, which stays readable as it is
+/// everywhere else.
+fn encode_value(text: &str) -> String {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let mut out = String::with_capacity(text.len() + text.len() / 2);
+    for &b in text.as_bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'[' | b']') {
+            out.push(char::from(b));
+        } else {
+            out.push('%');
+            out.push(char::from(HEX[usize::from(b >> 4)]));
+            out.push(char::from(HEX[usize::from(b & 0xf)]));
         }
     }
     out
@@ -83,7 +159,7 @@ pub(crate) fn sanitize_url_naming(
     redact: bool,
     found: &mut dyn FnMut(&str),
 ) -> String {
-    let sanitized = sanitize_one_url(url, rules, also, redact, found);
+    let sanitized = sanitize_one_url(url, rules, also, redact, found, 0);
     if redact {
         with_nested_urls(sanitized, rules, found, 0)
     } else {
@@ -109,18 +185,20 @@ fn with_nested_urls(url: String, rules: &Rules, found: &mut dyn FnMut(&str), dep
         .get(inner_from..)
         .map(|rest| urls_in_text(rest, rules, found, depth + 1))
     {
-        Some(std::borrow::Cow::Owned(inner)) => [&url[..inner_from], inner.as_str()].concat(),
+        Some(Cow::Owned(inner)) => [&url[..inner_from], inner.as_str()].concat(),
         _ => url,
     }
 }
 
-/// [`sanitize_url_naming`] for this URL alone, not those it carries.
+/// [`sanitize_url_naming`] for this URL alone, not those it carries unencoded, inside `depth`
+/// URLs.
 fn sanitize_one_url(
     url: &str,
     rules: &Rules,
     also: &[&str],
     redact: bool,
     found: &mut dyn FnMut(&str),
+    depth: u8,
 ) -> String {
     let (before_fragment, fragment) = match url.split_once('#') {
         Some((a, f)) => (a, Some(f)),
@@ -161,7 +239,7 @@ fn sanitize_one_url(
     if let Some(query) = query {
         out.push('?');
         if redact {
-            out.push_str(&redact_pairs(query, '&', &sensitive, found));
+            out.push_str(&redact_pairs_in(query, '&', &sensitive, rules, found, depth));
         } else {
             out.push_str(query);
         }
@@ -180,7 +258,7 @@ fn sanitize_one_url(
                 out.push_str(route);
                 out.push('?');
             }
-            out.push_str(&redact_pairs(query, '&', &sensitive, found));
+            out.push_str(&redact_pairs_in(query, '&', &sensitive, rules, found, depth));
         } else {
             out.push_str(fragment);
         }
@@ -202,8 +280,7 @@ pub(crate) fn redact_urls_in_text<'t>(
     text: &'t str,
     rules: &Rules,
     found: &mut dyn FnMut(&str),
-) -> std::borrow::Cow<'t, str> {
-    use std::borrow::Cow;
+) -> Cow<'t, str> {
     match urls_in_text(text, rules, found, 0) {
         Cow::Borrowed(text) => redact_query_pairs_in_text(text, rules, found),
         Cow::Owned(urls) => Cow::Owned(redact_query_pairs_in_text(&urls, rules, found).into_owned()),
@@ -218,8 +295,7 @@ pub(crate) fn redact_query_pairs_in_text<'t>(
     text: &'t str,
     rules: &Rules,
     found: &mut dyn FnMut(&str),
-) -> std::borrow::Cow<'t, str> {
-    use std::borrow::Cow;
+) -> Cow<'t, str> {
     let bytes = text.as_bytes();
     let mut out = String::new();
     let mut copied = 0;
@@ -262,7 +338,7 @@ pub(crate) fn sensitive_pairs<'t>(text: &'t str, rules: &'t Rules) -> impl Itera
             if bytes.get(name_to) != Some(&b'=') || name_to == name_from {
                 continue;
             }
-            let name = &text[name_from..name_to];
+            let name = unescaped_amp(&text[name_from..name_to]);
             if rules.is_sensitive_query_parameter(name)
                 || (name.contains(['%', '+'])
                     && rules.is_sensitive_query_parameter(&percent_decode(name, true)))
@@ -309,13 +385,7 @@ fn without_trailing_punctuation(bytes: &[u8], from: usize, mut end: usize) -> us
 const NESTED_URLS: u8 = 3;
 
 /// [`redact_urls_in_text`] inside `depth` URLs.
-fn urls_in_text<'t>(
-    text: &'t str,
-    rules: &Rules,
-    found: &mut dyn FnMut(&str),
-    depth: u8,
-) -> std::borrow::Cow<'t, str> {
-    use std::borrow::Cow;
+fn urls_in_text<'t>(text: &'t str, rules: &Rules, found: &mut dyn FnMut(&str), depth: u8) -> Cow<'t, str> {
     if !text.contains("://") {
         return Cow::Borrowed(text);
     }
@@ -339,7 +409,7 @@ fn urls_in_text<'t>(
         }
         let url = &text[start..end];
         let sanitized = with_nested_urls(
-            sanitize_one_url(url, rules, &[], true, found),
+            sanitize_one_url(url, rules, &[], true, found, depth),
             rules,
             found,
             depth,
