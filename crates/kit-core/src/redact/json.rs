@@ -55,8 +55,9 @@ struct Scanner<'a> {
     redacting: usize,
     /// Whether the text holds `://` anywhere, so that a string may hold a URL in prose.
     urls_in_prose: bool,
-    /// Whether the text writes a query-list name after `?`, `&` or `#` and before `=`
-    /// anywhere, so that a string may hold a relative URL's or a bare query's sensitive pair.
+    /// Whether the text writes a query-list name after `?`, `&` or `#` and before `=`, or a
+    /// URL percent-encoded, anywhere, so that a string may hold a relative URL's or a bare
+    /// query's sensitive pair, or an encoded URL.
     pairs_in_prose: bool,
 }
 
@@ -340,7 +341,7 @@ pub(crate) fn redact_json<'t>(
                     } else if s.redacting == 0
                         && ((s.urls_in_prose && holds_url(&s.bytes[from..to]))
                             || (s.pairs_in_prose
-                                && s.bytes[from..to].iter().any(|&b| matches!(b, b'?' | b'#'))))
+                                && s.bytes[from..to].iter().any(|&b| matches!(b, b'?' | b'#' | b'%'))))
                     {
                         s.sanitize_prose(from, to, rules, found);
                     }

@@ -357,26 +357,16 @@ fn json_body<'t>(text: &'t str, rules: &Rules, found: &mut dyn FnMut(&str)) -> C
 /// name added to that list alone): `?`, `&` or `#`, then such a name, then `=`, read as the
 /// redaction of pairs in prose reads it ([`url::sensitive_pairs`]). The JSON names' finder
 /// cannot see it, so a body naming no sensitive JSON property passed with its link
-/// (`"https://maps.example/api?key=…"`) unread. Most bodies hold no `?` and no `#`, which one
-/// pass finds first.
+/// (`"https://maps.example/api?key=…"`) unread.
 ///
-/// Or a URL carried percent-encoded in another's query (`?next=https%3A%2F%2F…`), whose own
-/// query may carry any sensitive parameter: read as a URL, the outer one decodes it.
+/// Or a URL written percent-encoded (`?next=https%3A%2F%2F…`, or alone), whose own query may
+/// carry any sensitive parameter: read as a URL or as prose, it is decoded.
+///
+/// Most bodies hold no `?`, `#` or `%`, which one pass finds first.
 pub(super) fn may_hold_query_parameter(text: &str, rules: &Rules) -> bool {
-    holds_any(text.as_bytes(), [b'?', b'#'])
-        && (url::sensitive_pairs(text, rules).next().is_some() || holds_encoded_url(text))
-}
-
-/// Whether `text` holds `://` percent-encoded (`%3A%2F%2F`, in either case). By `%`: few texts
-/// hold one.
-fn holds_encoded_url(text: &str) -> bool {
-    const ENCODED: &[u8] = b"%3a%2f%2f";
-    let bytes = text.as_bytes();
-    text.match_indices('%').any(|(at, _)| {
-        bytes
-            .get(at..at + ENCODED.len())
-            .is_some_and(|candidate| candidate.eq_ignore_ascii_case(ENCODED))
-    })
+    holds_any(text.as_bytes(), [b'?', b'#', b'%'])
+        && (url::sensitive_pairs(text, rules).next().is_some()
+            || url::next_encoded_separator(text, 0).is_some())
 }
 
 /// Whether `bytes` holds any of `needles`. A chunk at a time, with no early exit inside a

@@ -757,9 +757,27 @@ fn rules_2_and_3_a_url_carried_percent_encoded_is_sanitized() {
         r#"{"link": "/go?to=https%3A%2F%2Fmaps.example%2Fapi%3Fkey%3D[REDACTED]", "n": 1}"#
     );
     serde_json::from_str::<serde_json::Value>(&redacted).unwrap();
+    // In prose, outside any URL a reader sees: after a relative URL's `=`, alone in a JSON
+    // string, in markup's text; a sentence's full stop stays outside.
     assert_eq!(
-        s.text("carried-token-1 carried-password-2 carried-key-3 carried-twice-4 carried-in-plain-5 carried-form-6 carried-json-key-7"),
-        ["[REDACTED]"; 7].join(" ")
+        s.text("open /login?next=https%3A%2F%2Fapp.example%2Fcb%3Ftoken%3Dcarried-prose-8. Then wait"),
+        "open /login?next=https%3A%2F%2Fapp.example%2Fcb%3Ftoken%3D[REDACTED]. Then wait"
+    );
+    let alone = br#"{"redirect": "https%3A%2F%2Fapp.example%2Fcb%3Faccess_token%3Dcarried-alone-9"}"#;
+    assert_eq!(
+        s.body(Some("application/json"), alone),
+        r#"{"redirect": "https%3A%2F%2Fapp.example%2Fcb%3Faccess_token%3D[REDACTED]"}"#
+    );
+    assert_eq!(
+        s.body(
+            Some("text/html"),
+            b"<p>Continue: /sso?r=https%3A%2F%2Fa.example%2F%3Fkey%3Dcarried-markup-10</p>"
+        ),
+        "<p>Continue: /sso?r=https%3A%2F%2Fa.example%2F%3Fkey%3D[REDACTED]</p>"
+    );
+    assert_eq!(
+        s.text("carried-token-1 carried-password-2 carried-key-3 carried-twice-4 carried-in-plain-5 carried-form-6 carried-json-key-7 carried-prose-8 carried-alone-9 carried-markup-10"),
+        ["[REDACTED]"; 10].join(" ")
     );
     // Kept as written: an encoded value that is no URL, a carried URL with nothing to redact,
     // and a sanitized URL read again.
@@ -822,6 +840,9 @@ fn urls_in_prose_are_found_in_linear_time() {
         // encoded `://` without end.
         format!("h://?a={}", "h%3A%2F%2F%3Fa%3D".repeat(60_000)),
         "h://?a=%3A%2F%2F&".repeat(60_000),
+        "x%3A%2F%2F%3Ftoken%3D ".repeat(50_000),
+        "%3a%2F%2f".repeat(100_000),
+        format!("{}%3A%2F%2F?token=x", "a".repeat(1_000_000)),
     ];
     for input in inputs {
         let out = linear(move || sanitizer().text(&input).len());

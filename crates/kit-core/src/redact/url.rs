@@ -281,10 +281,70 @@ pub(crate) fn redact_urls_in_text<'t>(
     rules: &Rules,
     found: &mut dyn FnMut(&str),
 ) -> Cow<'t, str> {
-    match urls_in_text(text, rules, found, 0) {
+    let pairs = match urls_in_text(text, rules, found, 0) {
         Cow::Borrowed(text) => redact_query_pairs_in_text(text, rules, found),
         Cow::Owned(urls) => Cow::Owned(redact_query_pairs_in_text(&urls, rules, found).into_owned()),
+    };
+    match pairs {
+        Cow::Borrowed(text) => encoded_urls_in_text(text, rules, found),
+        Cow::Owned(pairs) => Cow::Owned(encoded_urls_in_text(&pairs, rules, found).into_owned()),
     }
+}
+
+/// Where the next `://` written percent-encoded (`%3A%2F%2F`, in either case) in `text` from
+/// `from` stands. By `%`: few texts hold one.
+pub(crate) fn next_encoded_separator(text: &str, from: usize) -> Option<usize> {
+    const ENCODED: &[u8] = b"%3a%2f%2f";
+    let bytes = text.as_bytes();
+    let mut at = from;
+    while let Some(offset) = text.get(at..)?.find('%') {
+        let percent = at + offset;
+        if bytes
+            .get(percent..percent + ENCODED.len())
+            .is_some_and(|candidate| candidate.eq_ignore_ascii_case(ENCODED))
+        {
+            return Some(percent);
+        }
+        at = percent + 1;
+    }
+    None
+}
+
+/// `text` with each URL written in it percent-encoded, outside any URL a reader would see
+/// (`see /login?next=https%3A%2F%2Fapp.example%2Fcb%3Ftoken%3D…`, or a JSON string that is such
+/// a URL alone), sanitized as a carried URL is ([`carried_url`]). Such a URL runs from its
+/// scheme to where a query's value ends in prose, without a sentence's closing punctuation.
+/// One a URL's own reading sanitized already is found again and left as it is.
+fn encoded_urls_in_text<'t>(text: &'t str, rules: &Rules, found: &mut dyn FnMut(&str)) -> Cow<'t, str> {
+    const SEPARATOR: usize = "%3A%2F%2F".len();
+    let bytes = text.as_bytes();
+    let mut out = String::new();
+    let mut copied = 0;
+    let mut searched = 0;
+    while let Some(separator) = next_encoded_separator(text, searched) {
+        // Past the previous URL's end, which an ending byte follows: a scheme cannot reach
+        // back into it.
+        let start = scheme_start(bytes, separator).max(copied);
+        let end = without_trailing_punctuation(
+            bytes,
+            separator,
+            skip_while(bytes, separator + SEPARATOR, |b| !ends_pair(b)),
+        );
+        searched = end.max(separator + SEPARATOR);
+        if start == separator {
+            continue;
+        }
+        if let Cow::Owned(sanitized) = carried_url(&text[start..end], rules, found, 0) {
+            out.push_str(&text[copied..start]);
+            out.push_str(&sanitized);
+            copied = end;
+        }
+    }
+    if copied == 0 {
+        return Cow::Borrowed(text);
+    }
+    out.push_str(&text[copied..]);
+    Cow::Owned(out)
 }
 
 /// `text` with the value of each sensitive query pair written in it redacted (see
