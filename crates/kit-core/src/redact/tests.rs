@@ -706,6 +706,12 @@ fn rules_2_and_3_urls_in_prose_are_sanitized() {
         s.text("https://wiki.example/A_(b)?token=prose-token-6)"),
         "https://wiki.example/A_(b)?token=[REDACTED]"
     );
+    // A query written with a space in it: the URL ends at the space, and the pairs after it
+    // are read as a relative URL's are.
+    assert_eq!(
+        s.text("see https://x.example/?q=a b&token=prose-spaced-17 now"),
+        "see https://x.example/?q=a b&token=[REDACTED] now"
+    );
 }
 
 /// A URL carried percent-encoded in another's query or a form's value (as `next` or an OAuth
