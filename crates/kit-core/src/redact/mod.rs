@@ -686,7 +686,8 @@ impl Sanitizer {
             return REDACTED.to_owned();
         }
         // Nearly every header has one value: it is not joined into a copy first.
-        let joined: Cow<'_, str> = match (url::UrlHeader::of(name), values) {
+        let url_kind = url::UrlHeader::of(name);
+        let joined: Cow<'_, str> = match (url_kind, values) {
             // Each value on its own, as a URL may hold ", " itself; known secrets are replaced
             // below, in the URLs and in what lies outside a Link's brackets alike.
             (Some(kind), _) => Cow::Owned(
@@ -706,6 +707,18 @@ impl Sanitizer {
         if !self.redact {
             return joined.into_owned();
         }
+        // Any other header's value is read as prose for URLs (rules 2 and 3): a callback's
+        // address, a proxy's forwarded URI, a warning's link. A URL with something to redact
+        // holds `?`, `#`, `@` or `%`; most values (a date, a type, a length) hold none.
+        let joined = match joined {
+            joined if url_kind.is_none() && holds_any(joined.as_bytes(), [b'?', b'#', b'@', b'%']) => {
+                match url::redact_urls_in_text(&joined, &self.rules, &mut self.remember()) {
+                    Cow::Owned(sanitized) => Cow::Owned(sanitized),
+                    Cow::Borrowed(_) => joined,
+                }
+            }
+            joined => joined,
+        };
         if let Cow::Owned(replaced) = self.secrets.replace_known(&joined) {
             return replaced;
         }

@@ -176,12 +176,13 @@ fn rules_2_and_3_url_valued_headers_and_fragments_are_sanitized_as_urls() {
         "[REDACTED] [REDACTED] [REDACTED] [REDACTED] [REDACTED] [REDACTED]"
     );
     // A fragment that is no query is kept; so are the names a fragment holds that are not
-    // sensitive, and every other header.
+    // sensitive. Every other header's value is read as prose (since issue 9's forty-ninth
+    // stop; `rules_2_and_3_urls_in_prose_are_sanitized`).
     assert_eq!(s.url("https://h/docs#section-2"), "https://h/docs#section-2");
     assert_eq!(s.url("https://h/#a=1&b=2"), "https://h/#a=1&b=2");
     assert_eq!(
-        s.header("X-Next", &["/cb?token=not-a-url-header"]),
-        "/cb?token=not-a-url-header"
+        s.header("X-Next", &["/cb?token=a-url-in-another-header"]),
+        "/cb?token=[REDACTED]"
     );
     // User-info goes even with redaction off (rule 3); the rest stays.
     let off = without_redaction();
@@ -706,6 +707,33 @@ fn rules_2_and_3_urls_in_prose_are_sanitized() {
         s.text("https://wiki.example/A_(b)?token=prose-token-6)"),
         "https://wiki.example/A_(b)?token=[REDACTED]"
     );
+    // Any other header's value is prose: a callback's address, a proxy's forwarded URI, a URL
+    // carried encoded. One with nothing to redact is kept as written.
+    assert_eq!(
+        s.header(
+            "X-Callback-Url",
+            &["https://hooks.example/cb?token=prose-header-18"]
+        ),
+        "https://hooks.example/cb?token=[REDACTED]"
+    );
+    assert_eq!(
+        s.header("X-Forwarded-Uri", &["/v1/me?access_token=prose-header-19"]),
+        "/v1/me?access_token=[REDACTED]"
+    );
+    assert_eq!(
+        s.header(
+            "X-Return-To",
+            &["a", "https%3A%2F%2Fapp.example%2F%3Fsecret%3Dprose-header-20"]
+        ),
+        "a, https%3A%2F%2Fapp.example%2F%3Fsecret%3D[REDACTED]"
+    );
+    for kept in [
+        "kit/1.0 (+https://kit.example/bot?v=2)",
+        "Wed, 02 Dec 2026 05:32:57 GMT",
+        "W/\"a#1\"",
+    ] {
+        assert_eq!(s.header("X-Anything", &[kept]), kept);
+    }
     // A query written with a space in it: the URL ends at the space, and the pairs after it
     // are read as a relative URL's are.
     assert_eq!(
