@@ -53,6 +53,9 @@ struct Scanner<'a> {
     /// Sensitive members' objects and arrays open around the position: their whole values are
     /// replaced when they end, so a sensitive member inside one writes nothing of its own.
     redacting: usize,
+    /// How many documents this one is written inside, as a string value (see
+    /// `super::json_body_at`).
+    depth: u8,
     /// Whether the text holds `://` anywhere, so that a string may hold a URL in prose.
     urls_in_prose: bool,
     /// Whether the text writes a query-list name after `?`, `&` or `#` and before `=`, or a
@@ -129,7 +132,7 @@ impl<'a> Scanner<'a> {
     #[inline(never)]
     fn sanitize_url(&mut self, from: usize, to: usize, rules: &Rules, found: &mut dyn FnMut(&str)) {
         let url = unescape(&self.text[from..to]);
-        let sanitized = super::url::sanitize_url(&url, rules, true, found);
+        let sanitized = super::url::sanitize_url_at(&url, rules, found, self.depth);
         if sanitized != *url {
             self.rewrite_string(from, to, &sanitized);
         }
@@ -145,6 +148,17 @@ impl<'a> Scanner<'a> {
         self.copied = to;
     }
 
+    /// The string value whose content is `from..to`, a JSON document written as a string,
+    /// redacted as the document it is (rules 4 and 6), and written anew where that changed it.
+    #[cold]
+    #[inline(never)]
+    fn sanitize_document(&mut self, from: usize, to: usize, rules: &Rules, found: &mut dyn FnMut(&str)) {
+        let document = unescape(&self.text[from..to]);
+        if let Cow::Owned(redacted) = super::json_body_at(&document, rules, found, self.depth + 1) {
+            self.rewrite_string(from, to, &redacted);
+        }
+    }
+
     /// The string value whose content is `from..to`, with each URL written in it sanitized
     /// (`"see https://…?token=…"`, `"see /reset?token=…"`), and written anew where that
     /// changed it.
@@ -152,7 +166,8 @@ impl<'a> Scanner<'a> {
     #[inline(never)]
     fn sanitize_prose(&mut self, from: usize, to: usize, rules: &Rules, found: &mut dyn FnMut(&str)) {
         let content = unescape(&self.text[from..to]);
-        if let Cow::Owned(sanitized) = super::url::redact_urls_in_text(&content, rules, found) {
+        if let Cow::Owned(sanitized) = super::url::redact_urls_in_text_at(&content, rules, found, self.depth)
+        {
             self.rewrite_string(from, to, &sanitized);
         }
     }
@@ -196,6 +211,22 @@ fn may_be_url(content: &[u8]) -> bool {
         }
         _ => false,
     }
+}
+
+/// Whether a string's raw content may be a JSON document with members: an object or an array
+/// (after whitespace) holding an escaped quote. Its first bytes answer for nearly every string
+/// that is not one.
+#[inline]
+fn may_be_document(content: &[u8]) -> bool {
+    let opens = match content.first() {
+        Some(b'{' | b'[') => true,
+        Some(b) if b.is_ascii_whitespace() => content
+            .iter()
+            .find(|b| !b.is_ascii_whitespace())
+            .is_some_and(|b| matches!(b, b'{' | b'[')),
+        _ => false,
+    };
+    opens && content.contains(&b'\\')
 }
 
 /// Whether `text` may hold a sensitive query pair in prose (see `may_hold_query_parameter`).
@@ -270,8 +301,10 @@ pub(crate) fn redact_json<'t>(
     text: &'t str,
     rules: &Rules,
     found: &mut dyn FnMut(&str),
+    depth: u8,
 ) -> Result<Cow<'t, str>, NotJson> {
     let mut s = Scanner {
+        depth,
         text,
         bytes: text.as_bytes(),
         pos: 0,
@@ -338,6 +371,11 @@ pub(crate) fn redact_json<'t>(
                         found(&unescape(&text[from..to]));
                     } else if s.redacting == 0 && may_be_url(&s.bytes[from..to]) {
                         s.sanitize_url(from, to, rules, found);
+                    } else if s.redacting == 0
+                        && s.depth < super::url::NESTING
+                        && may_be_document(&s.bytes[from..to])
+                    {
+                        s.sanitize_document(from, to, rules, found);
                     } else if s.redacting == 0
                         && ((s.urls_in_prose && holds_url(&s.bytes[from..to]))
                             || (s.pairs_in_prose

@@ -343,6 +343,19 @@ fn media_type(content_type: &str) -> String {
 /// written as it is compared: a text with neither passes unchanged without the scan, which is
 /// several times slower than looking for the names.
 fn json_body<'t>(text: &'t str, rules: &Rules, found: &mut dyn FnMut(&str)) -> Cow<'t, str> {
+    json_body_at(text, rules, found, 0)
+}
+
+/// [`json_body`] for a document `depth` URLs or documents deep ([`url::NESTING`]): a JSON
+/// document written as another's string value (`"body": "{\"password\":…}"`, as API
+/// gateways, queues and webhooks pass a request or a message on), or percent-encoded as a
+/// query's or a form's value, read as the document it is.
+pub(super) fn json_body_at<'t>(
+    text: &'t str,
+    rules: &Rules,
+    found: &mut dyn FnMut(&str),
+    depth: u8,
+) -> Cow<'t, str> {
     if !text.contains('\\')
         && !rules.json.may_occur_in(text)
         && !has_user_info(text)
@@ -350,7 +363,7 @@ fn json_body<'t>(text: &'t str, rules: &Rules, found: &mut dyn FnMut(&str)) -> C
     {
         return Cow::Borrowed(text);
     }
-    json_body_scanned(text, rules, found)
+    json_body_scanned(text, rules, found, depth)
 }
 
 /// Whether a URL in `text` may carry a parameter that only the query list names (`key`, or a
@@ -418,26 +431,31 @@ fn has_user_info(text: &str) -> bool {
 }
 
 /// [`json_body`] by the scan alone.
-fn json_body_scanned<'t>(text: &'t str, rules: &Rules, found: &mut dyn FnMut(&str)) -> Cow<'t, str> {
+fn json_body_scanned<'t>(
+    text: &'t str,
+    rules: &Rules,
+    found: &mut dyn FnMut(&str),
+    depth: u8,
+) -> Cow<'t, str> {
     // What the strict pass finds counts only if the text turns out to be JSON: a number it
     // redacted before failing must pass the fallback untouched.
     let mut pending = Vec::new();
-    match json::redact_json(text, rules, &mut |v| pending.push(v.to_owned())) {
+    match json::redact_json(text, rules, &mut |v| pending.push(v.to_owned()), depth) {
         Ok(out) => {
             pending.iter().for_each(|v| found(v));
             out
         }
         Err(_) => {
             let fallback = json::redact_text_fallback(text, rules, found);
-            Cow::Owned(text_with_urls(fallback, rules, found))
+            Cow::Owned(text_with_urls(fallback, rules, found, depth))
         }
     }
 }
 
 /// `text` with the URLs written in it sanitized (rules 2 and 3): a link in an error message or a
-/// log line, `… see https://api.example/x?token=… for details`.
-fn text_with_urls(text: String, rules: &Rules, found: &mut dyn FnMut(&str)) -> String {
-    match url::redact_urls_in_text(&text, rules, found) {
+/// log line, `… see https://api.example/x?token=… for details`. `depth`: see [`url::NESTING`].
+fn text_with_urls(text: String, rules: &Rules, found: &mut dyn FnMut(&str), depth: u8) -> String {
+    match url::redact_urls_in_text_at(&text, rules, found, depth) {
         Cow::Borrowed(_) => text,
         Cow::Owned(sanitized) => sanitized,
     }
@@ -919,6 +937,7 @@ impl Sanitizer {
                 json::redact_text_fallback(text, rules, &mut found),
                 rules,
                 &mut found,
+                0,
             )),
         }
     }
@@ -932,7 +951,7 @@ impl Sanitizer {
         }
         let mut found = self.remember();
         let patterned = json::redact_text_fallback(text, &self.rules, &mut found);
-        let patterned = text_with_urls(patterned, &self.rules, &mut found);
+        let patterned = text_with_urls(patterned, &self.rules, &mut found, 0);
         self.secrets.replace_known(&patterned).into_owned()
     }
 }

@@ -824,6 +824,103 @@ fn rules_2_and_3_a_url_carried_percent_encoded_is_sanitized() {
     }
 }
 
+/// A JSON document carried in another as a string value (an API gateway's `body`, a queue's
+/// `Message`), or percent-encoded as a form's or a query's value (Slack's `payload`, a
+/// sign-in's `state`), is read as the document it is (rule 4), and written back as it came:
+/// escaped, or encoded.
+#[test]
+fn rule_4_a_json_document_carried_as_a_string_or_a_value_is_redacted() {
+    let s = sanitizer();
+    let event =
+        br#"{"httpMethod": "POST", "body": "{\"user\":\"ada\",\"password\":\"carried-doc-1\"}", "n": 1}"#;
+    let redacted = s.body(Some("application/json"), event);
+    assert_eq!(
+        redacted,
+        r#"{"httpMethod": "POST", "body": "{\"user\":\"ada\",\"password\":\"[REDACTED]\"}", "n": 1}"#
+    );
+    serde_json::from_str::<serde_json::Value>(&redacted).unwrap();
+    // Twice over, and with a URL in it.
+    let sns = br#"{"Message": "{\"detail\":\"{\\\"token\\\":\\\"carried-doc-2\\\"}\",\"cb\":\"https://h.example/?secret=carried-doc-3\"}"}"#;
+    assert_eq!(
+        s.body(Some("application/json"), sns),
+        r#"{"Message": "{\"detail\":\"{\\\"token\\\":\\\"[REDACTED]\\\"}\",\"cb\":\"https://h.example/?secret=[REDACTED]\"}"}"#
+    );
+    assert_eq!(
+        s.body(
+            Some("application/x-www-form-urlencoded"),
+            b"payload=%7B%22type%22%3A%22block_actions%22%2C%22token%22%3A%22carried-doc-4%22%7D&x=1"
+        ),
+        "payload=%7B%22type%22%3A%22block_actions%22%2C%22token%22%3A%22[REDACTED]%22%7D&x=1"
+    );
+    assert_eq!(
+        s.url("https://h.example/cb?code=1&state=%7B%22access_token%22%3A%22carried-doc-5%22%7D"),
+        "https://h.example/cb?code=1&state=%7B%22access_token%22%3A%22[REDACTED]%22%7D"
+    );
+    assert_eq!(
+        s.text("carried-doc-1 carried-doc-2 carried-doc-3 carried-doc-4 carried-doc-5"),
+        ["[REDACTED]"; 5].join(" ")
+    );
+    // Kept as written: a string that is no document, a document naming nothing sensitive, an
+    // encoded array of numbers, and a redacted document read again.
+    for kept in [
+        r#"{"note": "{not json, password: x}", "q": "[1, 2]"}"#,
+        r#"{"body": "{\"user\":\"ada\"}"}"#,
+        r#"{"body": "{\"password\":\"[REDACTED]\"}"}"#,
+    ] {
+        assert_eq!(s.body(Some("application/json"), kept.as_bytes()), kept);
+    }
+    let ids = "https://h.example/?ids=%5B1%2C2%5D";
+    assert_eq!(s.url(ids), ids);
+}
+
+/// Documents and URLs carried in one another are read as what they are three deep in all,
+/// whichever carries which: hostile nesting costs a few passes, and no stack.
+#[test]
+fn carried_documents_and_urls_are_read_three_deep_in_all() {
+    let s = sanitizer();
+    // A document in a string, a URL in it, a document encoded in that URL's query.
+    let deep = br#"{"a": "{\"u\":\"https://h.example/?d=%7B%22token%22%3A%22carried-deep-6%22%7D\"}"}"#;
+    assert_eq!(
+        s.body(Some("application/json"), deep),
+        r#"{"a": "{\"u\":\"https://h.example/?d=%7B%22token%22%3A%22[REDACTED]%22%7D\"}"}"#
+    );
+    // Three documents carried, each in a string of the one around it, are read; the fourth is
+    // not opened (its token is kept, unless known).
+    let carried = |levels: usize, token: &str| {
+        let mut doc = format!(r#"{{"token":"{token}"}}"#);
+        for _ in 0..levels {
+            doc = format!(r#"{{"d":{}}}"#, serde_json::to_string(&doc).unwrap());
+        }
+        doc
+    };
+    let three = s.body(
+        Some("application/json"),
+        carried(3, "read-at-the-depth").as_bytes(),
+    );
+    assert!(!three.contains("read-at-the-depth"), "{three}");
+    let four = s.body(
+        Some("application/json"),
+        carried(4, "kept-past-the-depth").as_bytes(),
+    );
+    assert!(four.contains("kept-past-the-depth"), "{four}");
+    // Hostile: documents and URLs alternating the whole text deep, each level a little
+    // larger than the one inside it.
+    let mut text = String::from(r#"{"token":"x"}"#);
+    for level in 0..2_000 {
+        text = if level % 2 == 0 {
+            format!(r#"{{"d":{}}}"#, serde_json::to_string(&text).unwrap())
+        } else {
+            let encoded: String = text.bytes().map(|b| format!("%{b:02X}")).collect();
+            format!("https://h.example/?v={encoded}")
+        };
+        if text.len() > 4_000_000 {
+            break;
+        }
+    }
+    let out = linear(move || sanitizer().body(Some("application/json"), text.as_bytes()).len());
+    assert!(out > 0);
+}
+
 /// The text of HTML and XML is read for URLs as prose is: a reset link in a mail's paragraph,
 /// a feed's `<link>`, a query escaped as markup writes it (`&amp;`). Inside a sensitive
 /// element the text is redacted whole, as before.
@@ -1649,7 +1746,7 @@ mod properties {
             for rules in [Sanitizer::new(&options, Arc::new(SecretRegistry::new())).rules().clone(), none] {
                 let (mut fast, mut scanned) = (Vec::new(), Vec::new());
                 let out = super::super::json_body(&text, &rules, &mut |v| fast.push(v.to_owned()));
-                let expected = super::super::json_body_scanned(&text, &rules, &mut |v| scanned.push(v.to_owned()));
+                let expected = super::super::json_body_scanned(&text, &rules, &mut |v| scanned.push(v.to_owned()), 0);
                 prop_assert_eq!(out, expected);
                 prop_assert_eq!(fast, scanned);
             }

@@ -91,19 +91,27 @@ fn unescaped_amp(name: &str) -> &str {
     name.strip_prefix("amp;").unwrap_or(name)
 }
 
-/// A query or form value that is a URL written percent-encoded, sanitized as a URL (its own
-/// query, user-info and carried URLs, [`NESTED_URLS`] deep in all) and encoded again; as
-/// written when nothing in it changed. Read as the outer URL's value, such a URL's pairs are one
-/// opaque value: `?next=https%3A%2F%2Fapp.example%2Fcb%3Ftoken%3D…` would keep its token. A
-/// value encoded twice is decoded twice, and encoded twice again.
+/// A query or form value written percent-encoded that is a URL or a JSON document, sanitized
+/// as what it is and encoded again; as written when nothing in it changed (or when it is
+/// neither).
+///
+/// A URL is read as a URL (its own query, user-info and carried URLs, [`NESTING`] deep in
+/// all): read as the outer URL's value, its pairs are one opaque value, and
+/// `?next=https%3A%2F%2Fapp.example%2Fcb%3Ftoken%3D…` would keep its token. A document (an
+/// object or an array) is read as a JSON body is (rules 4 and 6), as Slack posts an
+/// interaction's `payload` and a sign-in carries its `state`. A value encoded twice is decoded
+/// twice, and encoded twice again.
 fn carried_url<'v>(value: &'v str, rules: &Rules, found: &mut dyn FnMut(&str), depth: u8) -> Cow<'v, str> {
-    // An encoded URL holds `%`: most values hold none, and are not decoded. A value holding
-    // `://` is a URL carried unencoded, which [`with_nested_urls`] reads as written.
-    if depth >= NESTED_URLS || !value.contains('%') || value.contains("://") {
+    // An encoded URL or document holds `%`: most values hold none, and are not decoded. A
+    // value holding `://` is a URL carried unencoded, which [`with_nested_urls`] reads as
+    // written.
+    if depth >= NESTING || !value.contains('%') || value.contains("://") {
         return Cow::Borrowed(value);
     }
     let decoded = percent_decode(value, true);
-    let sanitized = if decoded.contains("://") {
+    let sanitized = if decoded.trim_start().starts_with(['{', '[']) {
+        super::json_body_at(&decoded, rules, found, depth + 1).into_owned()
+    } else if decoded.contains("://") {
         // A `+` decodes to a space, which ends a URL in prose: the pairs after it are read
         // as prose's are.
         match urls_in_text(&decoded, rules, found, depth + 1) {
@@ -150,6 +158,17 @@ pub(crate) fn sanitize_url(url: &str, rules: &Rules, redact: bool, found: &mut d
     sanitize_url_naming(url, rules, &[], redact, found)
 }
 
+/// [`sanitize_url`] with redaction on, for a URL `depth` URLs or documents deep (see
+/// [`NESTING`]): a JSON string's.
+pub(crate) fn sanitize_url_at(url: &str, rules: &Rules, found: &mut dyn FnMut(&str), depth: u8) -> String {
+    with_nested_urls(
+        sanitize_one_url(url, rules, &[], true, found, depth),
+        rules,
+        found,
+        depth,
+    )
+}
+
 /// [`sanitize_url`], the query parameters `also` names (compared without case, as the lists
 /// are) sensitive as well.
 pub(crate) fn sanitize_url_naming(
@@ -168,11 +187,11 @@ pub(crate) fn sanitize_url_naming(
 }
 
 /// `url`, sanitized, with the URLs its query or fragment carries unencoded (`?next=https://…`,
-/// as a sign-in page writes where to go back to) sanitized as URLs of their own, [`NESTED_URLS`]
+/// as a sign-in page writes where to go back to) sanitized as URLs of their own, [`NESTING`]
 /// deep. Read as the outer URL's, such a URL's first pair is part of the outer pair's value:
 /// `?next=https://app.example/cb?token=…` would keep its token.
 fn with_nested_urls(url: String, rules: &Rules, found: &mut dyn FnMut(&str), depth: u8) -> String {
-    if depth >= NESTED_URLS {
+    if depth >= NESTING {
         return url;
     }
     // Past this URL's own `://`, if it begins with a scheme (a rooted URL's first `://` is
@@ -281,13 +300,23 @@ pub(crate) fn redact_urls_in_text<'t>(
     rules: &Rules,
     found: &mut dyn FnMut(&str),
 ) -> Cow<'t, str> {
-    let pairs = match urls_in_text(text, rules, found, 0) {
+    redact_urls_in_text_at(text, rules, found, 0)
+}
+
+/// [`redact_urls_in_text`] for text `depth` URLs or documents deep (see [`NESTING`]).
+pub(crate) fn redact_urls_in_text_at<'t>(
+    text: &'t str,
+    rules: &Rules,
+    found: &mut dyn FnMut(&str),
+    depth: u8,
+) -> Cow<'t, str> {
+    let pairs = match urls_in_text(text, rules, found, depth) {
         Cow::Borrowed(text) => redact_query_pairs_in_text(text, rules, found),
         Cow::Owned(urls) => Cow::Owned(redact_query_pairs_in_text(&urls, rules, found).into_owned()),
     };
     match pairs {
-        Cow::Borrowed(text) => encoded_urls_in_text(text, rules, found),
-        Cow::Owned(pairs) => Cow::Owned(encoded_urls_in_text(&pairs, rules, found).into_owned()),
+        Cow::Borrowed(text) => encoded_urls_in_text(text, rules, found, depth),
+        Cow::Owned(pairs) => Cow::Owned(encoded_urls_in_text(&pairs, rules, found, depth).into_owned()),
     }
 }
 
@@ -315,7 +344,12 @@ pub(crate) fn next_encoded_separator(text: &str, from: usize) -> Option<usize> {
 /// a URL alone), sanitized as a carried URL is ([`carried_url`]). Such a URL runs from its
 /// scheme to where a query's value ends in prose, without a sentence's closing punctuation.
 /// One a URL's own reading sanitized already is found again and left as it is.
-fn encoded_urls_in_text<'t>(text: &'t str, rules: &Rules, found: &mut dyn FnMut(&str)) -> Cow<'t, str> {
+fn encoded_urls_in_text<'t>(
+    text: &'t str,
+    rules: &Rules,
+    found: &mut dyn FnMut(&str),
+    depth: u8,
+) -> Cow<'t, str> {
     const SEPARATOR: usize = "%3A%2F%2F".len();
     let bytes = text.as_bytes();
     let mut out = String::new();
@@ -334,7 +368,7 @@ fn encoded_urls_in_text<'t>(text: &'t str, rules: &Rules, found: &mut dyn FnMut(
         if start == separator {
             continue;
         }
-        if let Cow::Owned(sanitized) = carried_url(&text[start..end], rules, found, 0) {
+        if let Cow::Owned(sanitized) = carried_url(&text[start..end], rules, found, depth) {
             out.push_str(&text[copied..start]);
             out.push_str(&sanitized);
             copied = end;
@@ -439,10 +473,13 @@ fn without_trailing_punctuation(bytes: &[u8], from: usize, mut end: usize) -> us
     end
 }
 
-/// How many URLs deep a URL in another's query (`?next=https://…?token=…`) is read as a URL of
-/// its own (see [`with_nested_urls`]). Each level reads the rest of its URL once more, so
-/// hostile nesting costs a few passes, not one a level.
-const NESTED_URLS: u8 = 3;
+/// How deep a URL or a JSON document carried in another is read as what it is: a URL in a URL's
+/// query, unencoded (`?next=https://…?token=…`, [`with_nested_urls`]) or encoded
+/// ([`carried_url`]); a document in an encoded value or in a JSON string
+/// (`super::json_body_at`); and the URLs written in such a document's prose. One count for
+/// all of them, so that no nesting of one in another goes deeper: each level reads its text
+/// once more, and hostile nesting costs a few passes, not one a level.
+pub(crate) const NESTING: u8 = 3;
 
 /// [`redact_urls_in_text`] inside `depth` URLs.
 fn urls_in_text<'t>(text: &'t str, rules: &Rules, found: &mut dyn FnMut(&str), depth: u8) -> Cow<'t, str> {
