@@ -919,10 +919,14 @@ impl Sanitizer {
                 &mut found,
             )),
             BodyKind::Multipart(boundary) if depth < MULTIPART_NESTING => {
-                // A part with a type of its own is redacted as that type; a plain field is kept,
-                // but for the URLs written in it.
+                // A part with a type of its own is redacted as that type; a plain field that
+                // holds a JSON document (a file's `metadata`, posted as `-F 'meta={…}'` posts
+                // it) as JSON; any other plain field is kept, but for the URLs written in it.
                 let mut inner = |ct: Option<&str>, part: &str| match ct {
                     Some(ct) => self.structured(Some(ct), part, depth + 1).into_owned(),
+                    None if part.trim_start().starts_with(['{', '[']) => {
+                        self.structured_as(BodyKind::Json, part, depth + 1).into_owned()
+                    }
                     None => url::redact_urls_in_text(part, rules, &mut self.remember()).into_owned(),
                 };
                 Cow::Owned(markup::redact_multipart(

@@ -950,6 +950,21 @@ fn rules_2_and_3_urls_in_markup_text_are_sanitized() {
     // Text with no URL, entities and all, is kept as written.
     let plain = "<p>Q&amp;A: is 3 &lt; 4? Yes &amp;&amp; no.</p>";
     assert_eq!(s.body(Some("text/html"), plain.as_bytes()), plain);
+    // Text that is a JSON document is read as JSON; so is a multipart field without a type of
+    // its own that holds one.
+    assert_eq!(
+        s.body(
+            Some("application/xml"),
+            br#"<r><data> {"id": 1, "token": "markup-json-6"}</data><t>{{ name }}</t></r>"#
+        ),
+        r#"<r><data> {"id": 1, "token": "[REDACTED]"}</data><t>{{ name }}</t></r>"#
+    );
+    let multipart = "--b\r\nContent-Disposition: form-data; name=\"metadata\"\r\n\r\n{\"name\":\"a.png\",\"access_token\":\"markup-json-7\"}\r\n--b--\r\n";
+    assert_eq!(
+        s.body(Some("multipart/form-data; boundary=b"), multipart.as_bytes()),
+        "--b\r\nContent-Disposition: form-data; name=\"metadata\"\r\n\r\n{\"name\":\"a.png\",\"access_token\":\"[REDACTED]\"}\r\n--b--\r\n"
+    );
+    assert_eq!(s.text("markup-json-6 markup-json-7"), ["[REDACTED]"; 2].join(" "));
 }
 
 /// Hostile text for the prose scan: a million `://`, a scheme a million letters long, a URL
