@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 
 use super::url::{UrlHeader, may_change, redact_urls_in_text, sanitize_url};
-use super::{REDACTED, Rules, holds_any, skip_while};
+use super::{REDACTED, Rules, holds_any, opens_document, skip_while};
 
 /// The local part of a qualified XML name (`ns:password` is `password`).
 fn local(name: &str) -> &str {
@@ -84,7 +84,7 @@ fn text_with_urls<'c>(content: &'c str, rules: &Rules, found: &mut dyn FnMut(&st
     // end, or nothing.
     if content.len() < "?a=b".len() {
         Cow::Borrowed(content)
-    } else if content.trim_start().starts_with(['{', '[']) {
+    } else if opens_document(content.as_bytes()) {
         super::json_body(content, rules, found)
     } else if holds_any(content.as_bytes(), [b':', b'?', b'#', b'%']) {
         redact_urls_in_text(content, rules, found)

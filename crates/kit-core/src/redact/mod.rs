@@ -415,6 +415,15 @@ pub(super) fn holds_any<const N: usize>(bytes: &[u8], needles: [u8; N]) -> bool 
     words.any(in_word) || words.remainder().iter().any(|byte| needles.contains(byte))
 }
 
+/// Whether `bytes` begin, after ASCII whitespace, as a JSON object or array does. Byte by byte:
+/// `str::trim_start` decodes characters, and markup's every text is looked at.
+pub(super) fn opens_document(bytes: &[u8]) -> bool {
+    bytes
+        .iter()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_some_and(|b| matches!(b, b'{' | b'['))
+}
+
 /// Whether a URL in `text` has user-info (`scheme://user:password@host`), which is removed
 /// wherever a URL is found (rule 3), though no sensitive name is written near it.
 fn has_user_info(text: &str) -> bool {
@@ -924,7 +933,7 @@ impl Sanitizer {
                 // it) as JSON; any other plain field is kept, but for the URLs written in it.
                 let mut inner = |ct: Option<&str>, part: &str| match ct {
                     Some(ct) => self.structured(Some(ct), part, depth + 1).into_owned(),
-                    None if part.trim_start().starts_with(['{', '[']) => {
+                    None if opens_document(part.as_bytes()) => {
                         self.structured_as(BodyKind::Json, part, depth + 1).into_owned()
                     }
                     None => url::redact_urls_in_text(part, rules, &mut self.remember()).into_owned(),
