@@ -415,6 +415,54 @@ pub(super) fn holds_any<const N: usize>(bytes: &[u8], needles: [u8; N]) -> bool 
     words.any(in_word) || words.remainder().iter().any(|byte| needles.contains(byte))
 }
 
+/// A text with ranges of it replaced, left to right: copied only from the first replacement
+/// on, and borrowed when there is none.
+pub(super) struct Splice<'t> {
+    text: &'t str,
+    out: String,
+    /// Where the text is copied up to: a later range begins here or after.
+    copied: usize,
+    replaced: bool,
+}
+
+impl<'t> Splice<'t> {
+    pub(super) fn new(text: &'t str) -> Self {
+        Splice {
+            text,
+            out: String::new(),
+            copied: 0,
+            replaced: false,
+        }
+    }
+
+    /// Where the text is copied up to: a range to replace begins here or after.
+    pub(super) fn copied(&self) -> usize {
+        self.copied
+    }
+
+    /// Writes `with` in place of `range`, which begins at or after [`copied`](Self::copied).
+    pub(super) fn replace(&mut self, range: std::ops::Range<usize>, with: &str) {
+        if !self.replaced {
+            // About the text's length comes out: grown from nothing, a page of many
+            // replacements was copied again at each doubling.
+            self.out.reserve(self.text.len() + with.len());
+        }
+        self.out.push_str(&self.text[self.copied..range.start]);
+        self.out.push_str(with);
+        self.copied = range.end;
+        self.replaced = true;
+    }
+
+    /// The text with its replacements.
+    pub(super) fn finish(mut self) -> Cow<'t, str> {
+        if !self.replaced {
+            return Cow::Borrowed(self.text);
+        }
+        self.out.push_str(&self.text[self.copied..]);
+        Cow::Owned(self.out)
+    }
+}
+
 /// Whether `bytes` begin, after ASCII whitespace, as a JSON object or array does. Byte by byte:
 /// `str::trim_start` decodes characters, and markup's every text is looked at.
 pub(super) fn opens_document(bytes: &[u8]) -> bool {

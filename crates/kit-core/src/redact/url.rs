@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 
-use super::{REDACTED, Rules, skip_while};
+use super::{REDACTED, Rules, Splice, skip_while};
 
 /// Percent-decodes `text` (`+` as a space when `plus_is_space`), lossy for invalid UTF-8.
 pub(crate) fn percent_decode(text: &str, plus_is_space: bool) -> String {
@@ -352,13 +352,12 @@ fn encoded_urls_in_text<'t>(
 ) -> Cow<'t, str> {
     const SEPARATOR: usize = "%3A%2F%2F".len();
     let bytes = text.as_bytes();
-    let mut out = String::new();
-    let mut copied = 0;
+    let mut spliced = Splice::new(text);
     let mut searched = 0;
     while let Some(separator) = next_encoded_separator(text, searched) {
         // Past the previous URL's end, which an ending byte follows: a scheme cannot reach
         // back into it.
-        let start = scheme_start(bytes, separator).max(copied);
+        let start = scheme_start(bytes, separator).max(spliced.copied());
         let end = without_trailing_punctuation(
             bytes,
             separator,
@@ -369,16 +368,10 @@ fn encoded_urls_in_text<'t>(
             continue;
         }
         if let Cow::Owned(sanitized) = carried_url(&text[start..end], rules, found, depth) {
-            out.push_str(&text[copied..start]);
-            out.push_str(&sanitized);
-            copied = end;
+            spliced.replace(start..end, &sanitized);
         }
     }
-    if copied == 0 {
-        return Cow::Borrowed(text);
-    }
-    out.push_str(&text[copied..]);
-    Cow::Owned(out)
+    spliced.finish()
 }
 
 /// `text` with the value of each sensitive query pair written in it redacted (see
@@ -391,8 +384,7 @@ pub(crate) fn redact_query_pairs_in_text<'t>(
     found: &mut dyn FnMut(&str),
 ) -> Cow<'t, str> {
     let bytes = text.as_bytes();
-    let mut out = String::new();
-    let mut copied = 0;
+    let mut spliced = Splice::new(text);
     for equals in sensitive_pairs(text, rules) {
         let value_from = equals + 1;
         let value_to = skip_while(bytes, value_from, |b| !ends_pair(b));
@@ -406,15 +398,9 @@ pub(crate) fn redact_query_pairs_in_text<'t>(
             continue;
         }
         found(&percent_decode(value, true));
-        out.push_str(&text[copied..value_from]);
-        out.push_str(REDACTED);
-        copied = value_to;
+        spliced.replace(value_from..value_to, REDACTED);
     }
-    if copied == 0 {
-        return Cow::Borrowed(text);
-    }
-    out.push_str(&text[copied..]);
-    Cow::Owned(out)
+    spliced.finish()
 }
 
 /// Where the `=` of each sensitive query pair written in `text` stands: `?`, `&` or `#`, then a
@@ -487,8 +473,7 @@ fn urls_in_text<'t>(text: &'t str, rules: &Rules, found: &mut dyn FnMut(&str), d
         return Cow::Borrowed(text);
     }
     let bytes = text.as_bytes();
-    let mut out = String::new();
-    let mut copied = 0;
+    let mut spliced = Splice::new(text);
     let mut searched = 0;
     while let Some(found_at) = text[searched..].find("://") {
         let separator = searched + found_at;
@@ -512,16 +497,10 @@ fn urls_in_text<'t>(text: &'t str, rules: &Rules, found: &mut dyn FnMut(&str), d
             depth,
         );
         if sanitized != url {
-            out.push_str(&text[copied..start]);
-            out.push_str(&sanitized);
-            copied = end;
+            spliced.replace(start..end, &sanitized);
         }
     }
-    if copied == 0 {
-        return Cow::Borrowed(text);
-    }
-    out.push_str(&text[copied..]);
-    Cow::Owned(out)
+    spliced.finish()
 }
 
 /// Where the scheme before the `://` at `separator` begins: the letters, digits, `+`, `-` and
