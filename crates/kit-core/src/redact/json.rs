@@ -53,8 +53,8 @@ struct Scanner<'a> {
     /// Sensitive members' objects and arrays open around the position: their whole values are
     /// replaced when they end, so a sensitive member inside one writes nothing of its own.
     redacting: usize,
-    /// How many documents this one is written inside, as a string value (see
-    /// `super::json_body_at`).
+    /// How many URLs or documents this document is carried inside (a string value's, an encoded
+    /// query value's; see `super::url::NESTING`).
     depth: u8,
     /// Whether the text holds `://` anywhere, so that a string may hold a URL in prose.
     urls_in_prose: bool,

@@ -40,9 +40,9 @@ pub(crate) fn percent_decode(text: &str, plus_is_space: bool) -> String {
 
 /// Redacts the values of sensitive `name=value` pairs of a query or form body, keeping names
 /// and every other pair as written. `sensitive` judges a decoded name. A value that is a URL
-/// written percent-encoded (`next=https%3A%2F%2Fapp.example%2Fcb%3Ftoken%3D…`, as a sign-in
-/// page or an OAuth `redirect_uri` carries one) is read as a URL of its own (see
-/// [`carried_url`]).
+/// or a JSON document written percent-encoded (`next=https%3A%2F%2Fapp.example%2Fcb%3Ftoken%3D…`,
+/// as a sign-in page or an OAuth `redirect_uri` carries one; `payload=%7B…%7D`) is read as what
+/// it is (see [`carried_value`]).
 pub(crate) fn redact_pairs(
     text: &str,
     separator: char,
@@ -53,7 +53,7 @@ pub(crate) fn redact_pairs(
     redact_pairs_in(text, separator, sensitive, rules, found, 0)
 }
 
-/// [`redact_pairs`] inside `depth` URLs.
+/// [`redact_pairs`] inside `depth` URLs or documents (see [`NESTING`]).
 fn redact_pairs_in(
     text: &str,
     separator: char,
@@ -77,7 +77,7 @@ fn redact_pairs_in(
             Some((name, value)) => {
                 out.push_str(name);
                 out.push('=');
-                out.push_str(&carried_url(value, rules, found, depth));
+                out.push_str(&carried_value(value, rules, found, depth));
             }
             None => out.push_str(pair),
         }
@@ -101,7 +101,7 @@ fn unescaped_amp(name: &str) -> &str {
 /// object or an array) is read as a JSON body is (rules 4 and 6), as Slack posts an
 /// interaction's `payload` and a sign-in carries its `state`. A value encoded twice is decoded
 /// twice, and encoded twice again.
-fn carried_url<'v>(value: &'v str, rules: &Rules, found: &mut dyn FnMut(&str), depth: u8) -> Cow<'v, str> {
+fn carried_value<'v>(value: &'v str, rules: &Rules, found: &mut dyn FnMut(&str), depth: u8) -> Cow<'v, str> {
     // An encoded URL or document holds `%`: most values hold none, and are not decoded. A
     // value holding `://` is a URL carried unencoded, which [`with_nested_urls`] reads as
     // written.
@@ -109,7 +109,7 @@ fn carried_url<'v>(value: &'v str, rules: &Rules, found: &mut dyn FnMut(&str), d
         return Cow::Borrowed(value);
     }
     let decoded = percent_decode(value, true);
-    let sanitized = if decoded.trim_start().starts_with(['{', '[']) {
+    let sanitized = if super::opens_document(decoded.as_bytes()) {
         super::json_body_at(&decoded, rules, found, depth + 1).into_owned()
     } else if decoded.contains("://") {
         // A `+` decodes to a space, which ends a URL in prose: the pairs after it are read
@@ -119,7 +119,7 @@ fn carried_url<'v>(value: &'v str, rules: &Rules, found: &mut dyn FnMut(&str), d
             Cow::Owned(urls) => redact_query_pairs_in_text(&urls, rules, found).into_owned(),
         }
     } else {
-        carried_url(&decoded, rules, found, depth + 1).into_owned()
+        carried_value(&decoded, rules, found, depth + 1).into_owned()
     };
     if sanitized == decoded {
         Cow::Borrowed(value)
@@ -210,7 +210,7 @@ fn with_nested_urls(url: String, rules: &Rules, found: &mut dyn FnMut(&str), dep
 }
 
 /// [`sanitize_url_naming`] for this URL alone, not those it carries unencoded, inside `depth`
-/// URLs.
+/// URLs or documents.
 fn sanitize_one_url(
     url: &str,
     rules: &Rules,
@@ -341,7 +341,7 @@ pub(crate) fn next_encoded_separator(text: &str, from: usize) -> Option<usize> {
 
 /// `text` with each URL written in it percent-encoded, outside any URL a reader would see
 /// (`see /login?next=https%3A%2F%2Fapp.example%2Fcb%3Ftoken%3D…`, or a JSON string that is such
-/// a URL alone), sanitized as a carried URL is ([`carried_url`]). Such a URL runs from its
+/// a URL alone), sanitized as a carried URL is ([`carried_value`]). Such a URL runs from its
 /// scheme to where a query's value ends in prose, without a sentence's closing punctuation.
 /// One a URL's own reading sanitized already is found again and left as it is.
 fn encoded_urls_in_text<'t>(
@@ -367,7 +367,7 @@ fn encoded_urls_in_text<'t>(
         if start == separator {
             continue;
         }
-        if let Cow::Owned(sanitized) = carried_url(&text[start..end], rules, found, depth) {
+        if let Cow::Owned(sanitized) = carried_value(&text[start..end], rules, found, depth) {
             spliced.replace(start..end, &sanitized);
         }
     }
@@ -461,13 +461,13 @@ fn without_trailing_punctuation(bytes: &[u8], from: usize, mut end: usize) -> us
 
 /// How deep a URL or a JSON document carried in another is read as what it is: a URL in a URL's
 /// query, unencoded (`?next=https://…?token=…`, [`with_nested_urls`]) or encoded
-/// ([`carried_url`]); a document in an encoded value or in a JSON string
+/// ([`carried_value`]); a document in an encoded value or in a JSON string
 /// (`super::json_body_at`); and the URLs written in such a document's prose. One count for
 /// all of them, so that no nesting of one in another goes deeper: each level reads its text
 /// once more, and hostile nesting costs a few passes, not one a level.
 pub(crate) const NESTING: u8 = 3;
 
-/// [`redact_urls_in_text`] inside `depth` URLs.
+/// The absolute URLs of [`redact_urls_in_text`], inside `depth` URLs or documents.
 fn urls_in_text<'t>(text: &'t str, rules: &Rules, found: &mut dyn FnMut(&str), depth: u8) -> Cow<'t, str> {
     if !text.contains("://") {
         return Cow::Borrowed(text);
