@@ -159,6 +159,27 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    /// The string value whose content is `from..to`, an HTML fragment or an XML document
+    /// written as a string (a CMS's rendered body, a mail's template, a SOAP message passed
+    /// on), redacted as markup (rule 5) and then as prose (rule 2), and written anew where
+    /// that changed it.
+    #[cold]
+    #[inline(never)]
+    fn sanitize_markup(&mut self, from: usize, to: usize, rules: &Rules, found: &mut dyn FnMut(&str)) {
+        let markup = unescape(&self.text[from..to]);
+        // A fragment is read as HTML (its scripts and fields), a document with XML's
+        // declaration as XML.
+        let html = !markup.starts_with("<?xml");
+        let redacted = super::markup::redact_xml_at(&markup, html, rules, found, self.depth + 1);
+        let redacted = match super::url::redact_urls_in_text_at(&redacted, rules, found, self.depth + 1) {
+            Cow::Owned(prose) => prose,
+            Cow::Borrowed(_) => redacted,
+        };
+        if redacted != *markup {
+            self.rewrite_string(from, to, &redacted);
+        }
+    }
+
     /// The string value whose content is `from..to`, with each URL written in it sanitized
     /// (`"see https://…?token=…"`, `"see /reset?token=…"`), and written anew where that
     /// changed it.
@@ -227,6 +248,13 @@ fn may_be_document(content: &[u8]) -> bool {
         _ => false,
     };
     opens && content.contains(&b'\\')
+}
+
+/// Whether a string's raw content may be markup: it begins with `<` and holds a `>`. Its first
+/// byte answers for nearly every string that is not.
+#[inline]
+fn may_be_markup(content: &[u8]) -> bool {
+    content.first() == Some(&b'<') && content.contains(&b'>')
 }
 
 /// Whether `text` may hold a sensitive query pair in prose (see `may_hold_query_parameter`).
@@ -376,6 +404,11 @@ pub(crate) fn redact_json<'t>(
                         && may_be_document(&s.bytes[from..to])
                     {
                         s.sanitize_document(from, to, rules, found);
+                    } else if s.redacting == 0
+                        && s.depth < super::url::NESTING
+                        && may_be_markup(&s.bytes[from..to])
+                    {
+                        s.sanitize_markup(from, to, rules, found);
                     } else if s.redacting == 0
                         && ((s.urls_in_prose && holds_url(&s.bytes[from..to]))
                             || (s.pairs_in_prose

@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 
-use super::url::{UrlHeader, may_change, redact_urls_in_text, sanitize_url};
+use super::url::{UrlHeader, may_change, redact_urls_in_text_at, sanitize_url_at};
 use super::{REDACTED, Rules, holds_any, opens_document, skip_while};
 
 /// The local part of a qualified XML name (`ns:password` is `password`).
@@ -53,9 +53,9 @@ impl<'t> OpenElements<'t> {
     /// inside an element with a sensitive name. Text that belongs to a sensitive element
     /// itself, not to an element inside one, is remembered as a secret, as a sensitive JSON
     /// member's scalar is.
-    fn text(&self, out: &mut String, content: &str, rules: &Rules, found: &mut dyn FnMut(&str)) {
+    fn text(&self, out: &mut String, content: &str, rules: &Rules, found: &mut dyn FnMut(&str), depth: u8) {
         if self.sensitive == 0 {
-            out.push_str(&text_with_urls(content, rules, found));
+            out.push_str(&text_with_urls(content, rules, found, depth));
             return;
         }
         if content.trim().is_empty() {
@@ -79,15 +79,20 @@ impl<'t> OpenElements<'t> {
 /// Text that is a JSON document (an element holding a request's or a message's JSON, as SOAP
 /// and feeds wrap one) is read as JSON (rule 4).
 #[inline]
-fn text_with_urls<'c>(content: &'c str, rules: &Rules, found: &mut dyn FnMut(&str)) -> Cow<'c, str> {
+fn text_with_urls<'c>(
+    content: &'c str,
+    rules: &Rules,
+    found: &mut dyn FnMut(&str),
+    depth: u8,
+) -> Cow<'c, str> {
     // Nothing shorter than `?a=b` holds a pair or a URL: most texts between tags are a line's
     // end, or nothing.
     if content.len() < "?a=b".len() {
         Cow::Borrowed(content)
     } else if opens_document(content.as_bytes()) {
-        super::json_body(content, rules, found)
+        super::json_body_at(content, rules, found, depth + 1)
     } else if holds_any(content.as_bytes(), [b':', b'?', b'#', b'%']) {
-        redact_urls_in_text(content, rules, found)
+        redact_urls_in_text_at(content, rules, found, depth)
     } else {
         Cow::Borrowed(content)
     }
@@ -105,6 +110,18 @@ fn text_with_urls<'c>(content: &'c str, rules: &Rules, found: &mut dyn FnMut(&st
 /// JavaScript's names and strings (`script::redact_script`), and a `textarea` with a sensitive
 /// `name` as that field's value.
 pub(crate) fn redact_xml(text: &str, html: bool, rules: &Rules, found: &mut dyn FnMut(&str)) -> String {
+    redact_xml_at(text, html, rules, found, 0)
+}
+
+/// [`redact_xml`] for markup `depth` URLs or documents deep (`super::url::NESTING`): an HTML
+/// fragment or an XML document written as a JSON string's value.
+pub(crate) fn redact_xml_at(
+    text: &str,
+    html: bool,
+    rules: &Rules,
+    found: &mut dyn FnMut(&str),
+    depth: u8,
+) -> String {
     let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len());
     let mut elements = OpenElements::default();
@@ -113,7 +130,7 @@ pub(crate) fn redact_xml(text: &str, html: bool, rules: &Rules, found: &mut dyn 
     let mut i = 0;
     while let Some(offset) = text[i..].find('<') {
         let lt = i + offset;
-        elements.text(&mut out, &text[i..lt], rules, found);
+        elements.text(&mut out, &text[i..lt], rules, found, depth);
         let rest = &text[lt..];
         let skip_to = |marker: &str| rest.find(marker).map_or(text.len(), |e| lt + e + marker.len());
         if rest.starts_with("<!--") {
@@ -127,7 +144,13 @@ pub(crate) fn redact_xml(text: &str, html: bool, rules: &Rules, found: &mut dyn 
                 .find("]]>")
                 .map_or(text.len(), |e| lt + "<![CDATA[".len() + e);
             out.push_str("<![CDATA[");
-            elements.text(&mut out, &text[lt + "<![CDATA[".len()..content_end], rules, found);
+            elements.text(
+                &mut out,
+                &text[lt + "<![CDATA[".len()..content_end],
+                rules,
+                found,
+                depth,
+            );
             if content_end < text.len() {
                 out.push_str("]]>");
             }
@@ -184,7 +207,7 @@ pub(crate) fn redact_xml(text: &str, html: bool, rules: &Rules, found: &mut dyn 
                         // not.
                         out.push_str(REDACTED);
                     } else if let Some(kind) = url_attribute(attribute, refreshes) {
-                        out.push_str(&url_value(&text[value.clone()], kind, rules, found));
+                        out.push_str(&url_value(&text[value.clone()], kind, rules, found, depth));
                     } else {
                         out.push_str(&text[value.clone()]);
                     }
@@ -206,10 +229,14 @@ pub(crate) fn redact_xml(text: &str, html: bool, rules: &Rules, found: &mut dyn 
                     found(content.trim());
                     out.push_str(REDACTED);
                 }
-                _ if elements.sensitive > 0 => elements.text(&mut out, content, rules, found),
-                RawText::Script => out.push_str(&super::script::redact_script(content, rules, found)),
+                _ if elements.sensitive > 0 => elements.text(&mut out, content, rules, found, depth),
+                RawText::Script => {
+                    out.push_str(&super::script::redact_script(content, rules, found, depth + 1));
+                }
                 // A field's text, or a style sheet's `url(…)`, may hold a link as any text does.
-                RawText::Field | RawText::Style => out.push_str(&text_with_urls(content, rules, found)),
+                RawText::Field | RawText::Style => {
+                    out.push_str(&text_with_urls(content, rules, found, depth));
+                }
             }
             // The end tag is read as any other, and closes nothing: the element was not opened.
             i = content_end;
@@ -217,7 +244,7 @@ pub(crate) fn redact_xml(text: &str, html: bool, rules: &Rules, found: &mut dyn 
         }
         elements.start(local(name), rules.is_sensitive_json_property(local(name)));
     }
-    elements.text(&mut out, &text[i..], rules, found);
+    elements.text(&mut out, &text[i..], rules, found, depth);
     out
 }
 
@@ -263,6 +290,7 @@ fn url_value<'v>(
     kind: UrlHeader,
     rules: &Rules,
     found: &mut dyn FnMut(&str),
+    depth: u8,
 ) -> Cow<'v, str> {
     if !may_change(value.as_bytes()) {
         return Cow::Borrowed(value);
@@ -273,7 +301,7 @@ fn url_value<'v>(
     } else {
         Cow::Borrowed(value)
     };
-    let mut sanitize = |url: &str| sanitize_url(url, rules, true, &mut *found);
+    let mut sanitize = |url: &str| sanitize_url_at(url, rules, &mut *found, depth);
     let sanitized = match kind {
         // Not trimmed, as a header's value is: the attribute is kept as written.
         UrlHeader::Whole => sanitize(&read),

@@ -2,7 +2,7 @@
 
 use super::{REDACTED, Rules, skip_while};
 
-/// Redacts a script's text: as JSON first (rule 4, or, not JSON, rule 6's fallback), then the
+/// Redacts a script's text, `depth` URLs or documents deep (`super::url::NESTING`): as JSON first (rule 4, or, not JSON, rule 6's fallback), then the
 /// values JavaScript gives names without JSON's double quotes. Pages set their configuration so
 /// (`const firebaseConfig = { apiKey: "…" }`, `window.token = '…'`): a name, an identifier or a
 /// quoted string, then `:` or `=`, then a string in any of JavaScript's three quotes. Such a
@@ -11,8 +11,8 @@ use super::{REDACTED, Rules, skip_while};
 /// Strings are read as strings, so a name inside one (`"apiKey: 'x'"`) is text. Tolerant: a
 /// comment or a regular expression holding a quote may make later strings read out of step,
 /// which redacts the values of sensitive names among them or misses them, never more than that.
-pub(crate) fn redact_script(text: &str, rules: &Rules, found: &mut dyn FnMut(&str)) -> String {
-    let json = super::json_body(text, rules, found);
+pub(crate) fn redact_script(text: &str, rules: &Rules, found: &mut dyn FnMut(&str), depth: u8) -> String {
+    let json = super::json_body_at(text, rules, found, depth);
     // Without a sensitive name somewhere there is nothing for the second pass to find.
     if !rules.json.may_occur_in(&json) {
         return json.into_owned();

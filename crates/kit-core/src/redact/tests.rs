@@ -873,6 +873,43 @@ fn rule_4_a_json_document_carried_as_a_string_or_a_value_is_redacted() {
     assert_eq!(s.url(ids), ids);
 }
 
+/// An HTML fragment or an XML document written as a JSON string's value (a CMS's rendered
+/// body, a mail's template, a SOAP message passed on) is read as markup (rule 5): its form
+/// fields, sensitive elements and links, then as prose; and written back escaped.
+#[test]
+fn rule_5_markup_carried_as_a_json_string_is_redacted() {
+    let s = sanitizer();
+    let body = br#"{"html": "<form action=\"/cb?access_token=carried-markup-1\"><input type=\"hidden\" name=\"token\" value=\"carried-markup-2\"></form><p>Reset: https://a.example/r?secret=carried-markup-3</p>", "soap": "<?xml version=\"1.0\"?><Envelope><Body><Login><password>carried-markup-4</password></Login></Body></Envelope>", "note": "<3 it"}"#;
+    let redacted = s.body(Some("application/json"), body);
+    assert_eq!(
+        redacted,
+        r#"{"html": "<form action=\"/cb?access_token=[REDACTED]\"><input type=\"hidden\" name=\"token\" value=\"[REDACTED]\"></form><p>Reset: https://a.example/r?secret=[REDACTED]</p>", "soap": "<?xml version=\"1.0\"?><Envelope><Body><Login><password>[REDACTED]</password></Login></Body></Envelope>", "note": "<3 it"}"#
+    );
+    serde_json::from_str::<serde_json::Value>(&redacted).unwrap();
+    assert_eq!(
+        s.text("carried-markup-1 carried-markup-2 carried-markup-3 carried-markup-4"),
+        ["[REDACTED]"; 4].join(" ")
+    );
+    // Markup with nothing to redact is kept as written, escapes and all.
+    let kept = r#"{"html": "<p class=\"x\">a &amp; b<\/p>"}"#;
+    assert_eq!(s.body(Some("application/json"), kept.as_bytes()), kept);
+    // Markup and documents alternating, each in the other, as deep as 4 MB allow: a few
+    // passes, under the hang guard.
+    let mut text = String::from(r#"{"token":"x"}"#);
+    for level in 0..2_000 {
+        text = if level % 2 == 0 {
+            format!(r#"{{"h":{}}}"#, serde_json::to_string(&text).unwrap())
+        } else {
+            format!("<a>{text}</a>")
+        };
+        if text.len() > 4_000_000 {
+            break;
+        }
+    }
+    let out = linear(move || sanitizer().body(Some("application/json"), text.as_bytes()).len());
+    assert!(out > 0);
+}
+
 /// Documents and URLs carried in one another are read as what they are three deep in all,
 /// whichever carries which: hostile nesting costs a few passes, and no stack.
 #[test]
