@@ -2,8 +2,9 @@
 
 use super::{REDACTED, Rules, skip_while};
 
-/// Redacts a script's text, `depth` URLs or documents deep (`super::url::NESTING`): as JSON first (rule 4, or, not JSON, rule 6's fallback), then the
-/// values JavaScript gives names without JSON's double quotes. Pages set their configuration so
+/// Redacts a script's text, `depth` URLs or documents deep (`super::url::NESTING`): as JSON
+/// first (rule 4, or, not JSON, rule 6's fallback), then the values JavaScript gives names
+/// without JSON's double quotes. Pages set their configuration so
 /// (`const firebaseConfig = { apiKey: "…" }`, `window.token = '…'`): a name, an identifier or a
 /// quoted string, then `:` or `=`, then a string in any of JavaScript's three quotes. Such a
 /// value under a sensitive name is redacted and remembered.
