@@ -895,19 +895,7 @@ fn rule_5_markup_carried_as_a_json_string_is_redacted() {
     assert_eq!(s.body(Some("application/json"), kept.as_bytes()), kept);
     // Markup and documents alternating, each in the other, as deep as 4 MB allow: a few
     // passes, under the hang guard.
-    let mut text = String::from(r#"{"token":"x"}"#);
-    for level in 0..2_000 {
-        text = if level % 2 == 0 {
-            format!(r#"{{"h":{}}}"#, serde_json::to_string(&text).unwrap())
-        } else {
-            format!("<a>{text}</a>")
-        };
-        if text.len() > 4_000_000 {
-            break;
-        }
-    }
-    let out = linear(move || sanitizer().body(Some("application/json"), text.as_bytes()).len());
-    assert!(out > 0);
+    carried_in_turn_as_deep_as_4_mb_allow(|text| format!("<a>{text}</a>"));
 }
 
 /// Documents and URLs carried in one another are read as what they are three deep in all,
@@ -942,13 +930,21 @@ fn carried_documents_and_urls_are_read_three_deep_in_all() {
     assert!(four.contains("kept-past-the-depth"), "{four}");
     // Hostile: documents and URLs alternating the whole text deep, each level a little
     // larger than the one inside it.
+    carried_in_turn_as_deep_as_4_mb_allow(|text| {
+        let encoded: String = text.bytes().map(|b| format!("%{b:02X}")).collect();
+        format!("https://h.example/?v={encoded}")
+    });
+}
+
+/// A document with a token, carried in a JSON document's string and in what `other` wraps it
+/// in, by turns, until the text passes 4 MB: sanitized under the hang guard.
+fn carried_in_turn_as_deep_as_4_mb_allow(other: impl Fn(&str) -> String) {
     let mut text = String::from(r#"{"token":"x"}"#);
     for level in 0..2_000 {
         text = if level % 2 == 0 {
             format!(r#"{{"d":{}}}"#, serde_json::to_string(&text).unwrap())
         } else {
-            let encoded: String = text.bytes().map(|b| format!("%{b:02X}")).collect();
-            format!("https://h.example/?v={encoded}")
+            other(&text)
         };
         if text.len() > 4_000_000 {
             break;
