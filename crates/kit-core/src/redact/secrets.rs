@@ -151,6 +151,9 @@ pub(crate) fn leftmost_longest<P: AsRef<[u8]>>(
 #[derive(Default)]
 struct State {
     seen: HashSet<Box<str>>,
+    /// How many secrets were remembered.
+    secrets: usize,
+    /// Every form of every secret searched for: the secret, and [`written_forms`] of it.
     values: Vec<Box<str>>,
     fingerprints: Vec<Fingerprint>,
     matcher: Arc<KnownSecrets>,
@@ -167,6 +170,40 @@ impl State {
         self.stale = false;
         self.builds += 1;
     }
+}
+
+/// The forms `secret` takes when written where a test's traffic carries it, other than as it
+/// is: percent-encoded as a URL's component (`%20` for a space) and as a form's value (`+`),
+/// and escaped as a JSON string's content. A password with a space or a `@` echoed in a
+/// redirect's query, or one with a quote echoed in a JSON body, is the same secret. Only the
+/// forms that differ from the secret; most tokens have none.
+fn written_forms(secret: &str) -> Vec<String> {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let mut forms = Vec::new();
+    let unreserved = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~');
+    if !secret.bytes().all(unreserved) {
+        let mut component = String::with_capacity(secret.len() * 3);
+        for b in secret.bytes() {
+            if unreserved(b) {
+                component.push(char::from(b));
+            } else {
+                component.push('%');
+                component.push(char::from(HEX[usize::from(b >> 4)]));
+                component.push(char::from(HEX[usize::from(b & 0xf)]));
+            }
+        }
+        if secret.contains(' ') {
+            forms.push(component.replace("%20", "+"));
+        }
+        forms.push(component);
+    }
+    if secret.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) {
+        let quoted = serde_json::to_string(secret).unwrap_or_default();
+        if let Some(escaped) = quoted.get(1..quoted.len().saturating_sub(1)) {
+            forms.push(escaped.to_owned());
+        }
+    }
+    forms
 }
 
 /// The secrets a run has met: every value the sanitizer redacted (at least
@@ -228,20 +265,23 @@ impl SecretRegistry {
         if !state.seen.insert(value.into()) {
             return false;
         }
-        state.values.push(value.into());
-        let fingerprint = Fingerprint::of(&self.salt, value.as_bytes());
-        state.fingerprints.push(fingerprint);
+        state.secrets += 1;
+        for form in std::iter::once(value.to_owned()).chain(written_forms(value)) {
+            // A form may equal another secret already known, as that secret.
+            if form != value && !state.seen.insert(form.as_str().into()) {
+                continue;
+            }
+            let fingerprint = Fingerprint::of(&self.salt, form.as_bytes());
+            state.fingerprints.push(fingerprint);
+            state.values.push(form.into());
+        }
         state.stale = true;
         true
     }
 
-    /// How many secrets are known.
+    /// How many secrets are known (each once, whatever forms of it are searched for).
     pub fn len(&self) -> usize {
-        self.state
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .values
-            .len()
+        self.state.read().unwrap_or_else(PoisonError::into_inner).secrets
     }
 
     /// True when none is.
@@ -732,6 +772,45 @@ mod tests {
         assert!(r.remember("12345678"));
         assert!(!r.remember("12345678"), "known already");
         assert_eq!(r.len(), 1);
+    }
+
+    /// A secret with a space, a `@` or a quote is replaced where it comes back percent-encoded
+    /// (a URL's component, a form's value) or escaped (a JSON string), and the audit knows
+    /// those forms by fingerprint too. Each counts as one secret.
+    #[test]
+    fn a_secret_is_known_in_the_forms_urls_forms_and_json_write_it() {
+        let r = SecretRegistry::new();
+        assert!(r.remember("correct horse@1!"));
+        assert!(r.remember("say \"hi\" now"));
+        assert_eq!(r.len(), 2);
+        for echo in [
+            "/cb?pw=correct%20horse%401%21&x=1",
+            "pw=correct+horse%401%21&x=1",
+            r#"{"note": "say \"hi\" now"}"#,
+        ] {
+            let replaced = r.replace_known(echo);
+            assert!(replaced.contains("[REDACTED]"), "{echo} became {replaced}");
+            assert!(
+                !replaced.contains("horse") && !replaced.contains("hi\\"),
+                "{replaced}"
+            );
+        }
+        let salt = r.salt();
+        let mut scanner = LeakScanner::new();
+        for f in r.fingerprints_from(0).0 {
+            scanner.add_fingerprint(&salt, f);
+        }
+        for stored in [
+            "x correct%20horse%401%21 y",
+            "x correct+horse%401%21 y",
+            r#"x say \"hi\" now y"#,
+        ] {
+            assert!(scanner.find(stored.as_bytes()).is_some(), "{stored}");
+        }
+        // A token with none of those characters has no other form.
+        let plain = SecretRegistry::new();
+        plain.remember("tok-3f9a1c77e2");
+        assert_eq!(plain.fingerprints_from(0).0.len(), 1);
     }
 
     #[test]
