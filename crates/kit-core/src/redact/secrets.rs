@@ -178,20 +178,10 @@ impl State {
 /// redirect's query, or one with a quote echoed in a JSON body, is the same secret. Only the
 /// forms that differ from the secret; most tokens have none.
 fn written_forms(secret: &str) -> Vec<String> {
-    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    use super::url::{is_unreserved, percent_encode};
     let mut forms = Vec::new();
-    let unreserved = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~');
-    if !secret.bytes().all(unreserved) {
-        let mut component = String::with_capacity(secret.len() * 3);
-        for b in secret.bytes() {
-            if unreserved(b) {
-                component.push(char::from(b));
-            } else {
-                component.push('%');
-                component.push(char::from(HEX[usize::from(b >> 4)]));
-                component.push(char::from(HEX[usize::from(b & 0xf)]));
-            }
-        }
+    if !secret.bytes().all(is_unreserved) {
+        let component = percent_encode(secret, is_unreserved);
         if secret.contains(' ') {
             forms.push(component.replace("%20", "+"));
         }

@@ -128,14 +128,24 @@ fn carried_value<'v>(value: &'v str, rules: &Rules, found: &mut dyn FnMut(&str),
     }
 }
 
-/// `text` percent-encoded as a query value: all but letters, digits, `-`, `.`, `_` and `~`
-/// (RFC 3986's unreserved), and the brackets of `[REDACTED]`, which stays readable as it is
-/// everywhere else.
+/// `text` percent-encoded as a query value: all but RFC 3986's unreserved bytes, and the
+/// brackets of `[REDACTED]`, which stays readable as it is everywhere else.
 fn encode_value(text: &str) -> String {
+    percent_encode(text, |b| is_unreserved(b) || matches!(b, b'[' | b']'))
+}
+
+/// Whether `b` is one of RFC 3986's unreserved bytes (letters, digits, `-`, `.`, `_`, `~`),
+/// which percent-encoding leaves as they are.
+pub(crate) fn is_unreserved(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~')
+}
+
+/// `text` with every byte `keep` refuses written as `%XX`, in upper-case hex.
+pub(crate) fn percent_encode(text: &str, keep: impl Fn(u8) -> bool) -> String {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
     let mut out = String::with_capacity(text.len() + text.len() / 2);
-    for &b in text.as_bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'[' | b']') {
+    for b in text.bytes() {
+        if keep(b) {
             out.push(char::from(b));
         } else {
             out.push('%');
