@@ -284,7 +284,9 @@ fn url_attribute(attribute: &str, refreshes: bool) -> Option<UrlHeader> {
 }
 
 /// An attribute's URL sanitized, as written when nothing in it is. Markup escapes a query's
-/// `&` as `&amp;`, which is read as `&`, and written so again.
+/// `&` as `&amp;`, which the URL's reading takes for the separator where it stands
+/// (`url::redact_pairs`), so the value is neither unescaped nor escaped again: its other
+/// character references (`&quot;`) stay as written.
 fn url_value<'v>(
     value: &'v str,
     kind: UrlHeader,
@@ -295,22 +297,14 @@ fn url_value<'v>(
     if !may_change(value.as_bytes()) {
         return Cow::Borrowed(value);
     }
-    let escaped = value.contains("&amp;");
-    let read: Cow<'_, str> = if escaped {
-        Cow::Owned(value.replace("&amp;", "&"))
-    } else {
-        Cow::Borrowed(value)
-    };
     let mut sanitize = |url: &str| sanitize_url_at(url, rules, &mut *found, depth);
     let sanitized = match kind {
         // Not trimmed, as a header's value is: the attribute is kept as written.
-        UrlHeader::Whole => sanitize(&read),
-        other => other.sanitize(&read, &mut sanitize),
+        UrlHeader::Whole => sanitize(value),
+        other => other.sanitize(value, &mut sanitize),
     };
-    if sanitized == *read {
+    if sanitized == value {
         Cow::Borrowed(value)
-    } else if escaped {
-        Cow::Owned(sanitized.replace('&', "&amp;"))
     } else {
         Cow::Owned(sanitized)
     }

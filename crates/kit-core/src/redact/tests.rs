@@ -1089,7 +1089,7 @@ fn holds_any_finds_a_byte_at_every_position() {
 
 /// A page's links are URLs: a password-reset link, a form posting to a callback, an image
 /// with a key, a meta refresh. Their sensitive query values and user-info are redacted as a
-/// `Location` header's are (rules 2 and 3), with markup's `&amp;` read as `&`.
+/// `Location` header's are (rules 2 and 3), with markup's `&amp;` read as the query's `&`.
 #[test]
 fn rules_2_and_3_urls_in_html_attributes_are_sanitized() {
     let s = sanitizer();
@@ -1120,6 +1120,15 @@ fn rules_2_and_3_urls_in_html_attributes_are_sanitized() {
             br#"<feed><link href="https://h/feed?page=2&amp;access_token=atom-feed-token"/></feed>"#
         ),
         r#"<feed><link href="https://h/feed?page=2&amp;access_token=[REDACTED]"/></feed>"#
+    );
+    // The `&amp;` is read where it stands: the attribute's other character references stay as
+    // written when its token goes.
+    assert_eq!(
+        s.body(
+            Some("text/html"),
+            br#"<a href="/s?q=&quot;x&quot;&amp;token=quoted-query-token">s</a>"#
+        ),
+        r#"<a href="/s?q=&quot;x&quot;&amp;token=[REDACTED]">s</a>"#
     );
 }
 
