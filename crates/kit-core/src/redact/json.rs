@@ -132,7 +132,7 @@ impl<'a> Scanner<'a> {
     #[inline(never)]
     fn sanitize_url(&mut self, from: usize, to: usize, rules: &Rules, found: &mut dyn FnMut(&str)) {
         let url = unescape(&self.text[from..to]);
-        let sanitized = super::url::sanitize_url_at(&url, rules, found, self.depth);
+        let sanitized = super::url::sanitize_url_naming(&url, rules, &[], true, found, self.depth);
         if sanitized != *url {
             self.rewrite_string(from, to, &sanitized);
         }
@@ -154,7 +154,7 @@ impl<'a> Scanner<'a> {
     #[inline(never)]
     fn sanitize_document(&mut self, from: usize, to: usize, rules: &Rules, found: &mut dyn FnMut(&str)) {
         let document = unescape(&self.text[from..to]);
-        if let Cow::Owned(redacted) = super::json_body_at(&document, rules, found, self.depth + 1) {
+        if let Cow::Owned(redacted) = super::json_body(&document, rules, found, self.depth + 1) {
             self.rewrite_string(from, to, &redacted);
         }
     }
@@ -170,8 +170,8 @@ impl<'a> Scanner<'a> {
         // A fragment is read as HTML (its scripts and fields), a document with XML's
         // declaration as XML.
         let html = !markup.starts_with("<?xml");
-        let redacted = super::markup::redact_xml_at(&markup, html, rules, found, self.depth + 1);
-        let redacted = match super::url::redact_urls_in_text_at(&redacted, rules, found, self.depth + 1) {
+        let redacted = super::markup::redact_xml(&markup, html, rules, found, self.depth + 1);
+        let redacted = match super::url::redact_urls_in_text(&redacted, rules, found, self.depth + 1) {
             Cow::Owned(prose) => prose,
             Cow::Borrowed(_) => redacted,
         };
@@ -187,8 +187,7 @@ impl<'a> Scanner<'a> {
     #[inline(never)]
     fn sanitize_prose(&mut self, from: usize, to: usize, rules: &Rules, found: &mut dyn FnMut(&str)) {
         let content = unescape(&self.text[from..to]);
-        if let Cow::Owned(sanitized) = super::url::redact_urls_in_text_at(&content, rules, found, self.depth)
-        {
+        if let Cow::Owned(sanitized) = super::url::redact_urls_in_text(&content, rules, found, self.depth) {
             self.rewrite_string(from, to, &sanitized);
         }
     }

@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 
-use super::url::{UrlHeader, may_change, redact_urls_in_text_at, sanitize_url_at};
+use super::url::{UrlHeader, may_change, redact_urls_in_text, sanitize_url_naming};
 use super::{REDACTED, Rules, holds_any, opens_document, skip_while};
 
 /// The local part of a qualified XML name (`ns:password` is `password`).
@@ -90,9 +90,9 @@ fn text_with_urls<'c>(
     if content.len() < "?a=b".len() {
         Cow::Borrowed(content)
     } else if opens_document(content.as_bytes()) {
-        super::json_body_at(content, rules, found, depth + 1)
+        super::json_body(content, rules, found, depth + 1)
     } else if holds_any(content.as_bytes(), [b':', b'?', b'#', b'%']) {
-        redact_urls_in_text_at(content, rules, found, depth)
+        redact_urls_in_text(content, rules, found, depth)
     } else {
         Cow::Borrowed(content)
     }
@@ -109,13 +109,10 @@ fn text_with_urls<'c>(
 /// up to the element's end tag, with no markup inside: a script's text as JSON, or as
 /// JavaScript's names and strings (`script::redact_script`), and a `textarea` with a sensitive
 /// `name` as that field's value.
-pub(crate) fn redact_xml(text: &str, html: bool, rules: &Rules, found: &mut dyn FnMut(&str)) -> String {
-    redact_xml_at(text, html, rules, found, 0)
-}
-
-/// [`redact_xml`] for markup `depth` URLs or documents deep (`super::url::NESTING`): an HTML
-/// fragment or an XML document written as a JSON string's value.
-pub(crate) fn redact_xml_at(
+///
+/// `depth`: how many URLs or documents the markup is carried inside (`super::url::NESTING`;
+/// 0 for a body's own, more for an HTML fragment written as a JSON string's value).
+pub(crate) fn redact_xml(
     text: &str,
     html: bool,
     rules: &Rules,
@@ -297,7 +294,7 @@ fn url_value<'v>(
     if !may_change(value.as_bytes()) {
         return Cow::Borrowed(value);
     }
-    let mut sanitize = |url: &str| sanitize_url_at(url, rules, &mut *found, depth);
+    let mut sanitize = |url: &str| sanitize_url_naming(url, rules, &[], true, &mut *found, depth);
     let sanitized = match kind {
         // Not trimmed, as a header's value is: the attribute is kept as written.
         UrlHeader::Whole => sanitize(value),

@@ -342,15 +342,12 @@ fn media_type(content_type: &str) -> String {
 /// Only a sensitive name's value is redacted, JSON or not, and a name without escapes is
 /// written as it is compared: a text with neither passes unchanged without the scan, which is
 /// several times slower than looking for the names.
-fn json_body<'t>(text: &'t str, rules: &Rules, found: &mut dyn FnMut(&str)) -> Cow<'t, str> {
-    json_body_at(text, rules, found, 0)
-}
-
-/// [`json_body`] for a document `depth` URLs or documents deep ([`url::NESTING`]): a JSON
-/// document written as another's string value (`"body": "{\"password\":…}"`, as API
-/// gateways, queues and webhooks pass a request or a message on), or percent-encoded as a
-/// query's or a form's value, read as the document it is.
-pub(super) fn json_body_at<'t>(
+///
+/// `depth`: how many URLs or documents the body is carried inside ([`url::NESTING`]; 0 for a
+/// body's own). A JSON document written as another's string value (`"body": "{\"password\":…}"`,
+/// as API gateways, queues and webhooks pass a request or a message on), or percent-encoded as
+/// a query's or a form's value, is read so, as the document it is.
+pub(super) fn json_body<'t>(
     text: &'t str,
     rules: &Rules,
     found: &mut dyn FnMut(&str),
@@ -512,7 +509,7 @@ fn json_body_scanned<'t>(
 /// `text` with the URLs written in it sanitized (rules 2 and 3): a link in an error message or a
 /// log line, `… see https://api.example/x?token=… for details`. `depth`: see [`url::NESTING`].
 fn text_with_urls(text: String, rules: &Rules, found: &mut dyn FnMut(&str), depth: u8) -> String {
-    match url::redact_urls_in_text_at(&text, rules, found, depth) {
+    match url::redact_urls_in_text(&text, rules, found, depth) {
         Cow::Borrowed(_) => text,
         Cow::Owned(sanitized) => sanitized,
     }
@@ -743,7 +740,8 @@ impl Sanitizer {
     /// assert_eq!(sanitizer.text("signed 5f1c0e9a77"), "signed [REDACTED]");
     /// ```
     pub fn url_naming(&self, url: &str, also: &[&str]) -> String {
-        let sanitized = url::sanitize_url_naming(url, &self.rules, also, self.redact, &mut self.remember());
+        let sanitized =
+            url::sanitize_url_naming(url, &self.rules, also, self.redact, &mut self.remember(), 0);
         if self.redact {
             self.secrets.replace_known(&sanitized).into_owned()
         } else {
@@ -787,7 +785,7 @@ impl Sanitizer {
         // holds `?`, `#`, `@` or `%`; most values (a date, a type, a length) hold none.
         let joined = match joined {
             joined if url_kind.is_none() && holds_any(joined.as_bytes(), [b'?', b'#', b'@', b'%']) => {
-                match url::redact_urls_in_text(&joined, &self.rules, &mut self.remember()) {
+                match url::redact_urls_in_text(&joined, &self.rules, &mut self.remember(), 0) {
                     Cow::Owned(sanitized) => Cow::Owned(sanitized),
                     Cow::Borrowed(_) => joined,
                 }
@@ -966,14 +964,15 @@ impl Sanitizer {
         let rules = &*self.rules;
         let mut found = self.remember();
         match kind {
-            BodyKind::Json => json_body(text, rules, &mut found),
-            BodyKind::Markup { html } => Cow::Owned(markup::redact_xml(text, html, rules, &mut found)),
+            BodyKind::Json => json_body(text, rules, &mut found, 0),
+            BodyKind::Markup { html } => Cow::Owned(markup::redact_xml(text, html, rules, &mut found, 0)),
             BodyKind::Form => Cow::Owned(url::redact_pairs(
                 text,
                 '&',
                 &|n| rules.is_sensitive_field(n),
                 rules,
                 &mut found,
+                0,
             )),
             BodyKind::Multipart(boundary) if depth < MULTIPART_NESTING => {
                 // A part with a type of its own is redacted as that type; a plain field that
@@ -984,7 +983,7 @@ impl Sanitizer {
                     None if opens_document(part.as_bytes()) => {
                         self.structured_as(BodyKind::Json, part, depth + 1).into_owned()
                     }
-                    None => url::redact_urls_in_text(part, rules, &mut self.remember()).into_owned(),
+                    None => url::redact_urls_in_text(part, rules, &mut self.remember(), 0).into_owned(),
                 };
                 Cow::Owned(markup::redact_multipart(
                     text,

@@ -13,7 +13,7 @@ use super::{REDACTED, Rules, skip_while};
 /// comment or a regular expression holding a quote may make later strings read out of step,
 /// which redacts the values of sensitive names among them or misses them, never more than that.
 pub(crate) fn redact_script(text: &str, rules: &Rules, found: &mut dyn FnMut(&str), depth: u8) -> String {
-    let json = super::json_body_at(text, rules, found, depth);
+    let json = super::json_body(text, rules, found, depth);
     // Without a sensitive name somewhere there is nothing for the second pass to find.
     if !rules.json.may_occur_in(&json) {
         return json.into_owned();

@@ -42,19 +42,9 @@ pub(crate) fn percent_decode(text: &str, plus_is_space: bool) -> String {
 /// and every other pair as written. `sensitive` judges a decoded name. A value that is a URL
 /// or a JSON document written percent-encoded (`next=https%3A%2F%2Fapp.example%2Fcb%3Ftoken%3D…`,
 /// as a sign-in page or an OAuth `redirect_uri` carries one; `payload=%7B…%7D`) is read as what
-/// it is (see [`carried_value`]).
+/// it is (see [`carried_value`]), the pairs being `depth` URLs or documents deep ([`NESTING`];
+/// 0 for a body's or a request's own).
 pub(crate) fn redact_pairs(
-    text: &str,
-    separator: char,
-    sensitive: &dyn Fn(&str) -> bool,
-    rules: &Rules,
-    found: &mut dyn FnMut(&str),
-) -> String {
-    redact_pairs_in(text, separator, sensitive, rules, found, 0)
-}
-
-/// [`redact_pairs`] inside `depth` URLs or documents (see [`NESTING`]).
-fn redact_pairs_in(
     text: &str,
     separator: char,
     sensitive: &dyn Fn(&str) -> bool,
@@ -110,7 +100,7 @@ fn carried_value<'v>(value: &'v str, rules: &Rules, found: &mut dyn FnMut(&str),
     }
     let decoded = percent_decode(value, true);
     let sanitized = if super::opens_document(decoded.as_bytes()) {
-        super::json_body_at(&decoded, rules, found, depth + 1).into_owned()
+        super::json_body(&decoded, rules, found, depth + 1).into_owned()
     } else if decoded.contains("://") {
         // A `+` decodes to a space, which ends a URL in prose: the pairs after it are read
         // as prose's are.
@@ -165,32 +155,23 @@ pub(crate) fn may_change(url: &[u8]) -> bool {
 /// A URL (absolute or relative) without user-info, and with sensitive query values redacted
 /// when `redact` is on.
 pub(crate) fn sanitize_url(url: &str, rules: &Rules, redact: bool, found: &mut dyn FnMut(&str)) -> String {
-    sanitize_url_naming(url, rules, &[], redact, found)
-}
-
-/// [`sanitize_url`] with redaction on, for a URL `depth` URLs or documents deep (see
-/// [`NESTING`]): a JSON string's.
-pub(crate) fn sanitize_url_at(url: &str, rules: &Rules, found: &mut dyn FnMut(&str), depth: u8) -> String {
-    with_nested_urls(
-        sanitize_one_url(url, rules, &[], true, found, depth),
-        rules,
-        found,
-        depth,
-    )
+    sanitize_url_naming(url, rules, &[], redact, found, 0)
 }
 
 /// [`sanitize_url`], the query parameters `also` names (compared without case, as the lists
-/// are) sensitive as well.
+/// are) sensitive as well, for a URL `depth` URLs or documents deep ([`NESTING`]; 0 for a
+/// request's or a header's own, more for a JSON string's or a markup attribute's).
 pub(crate) fn sanitize_url_naming(
     url: &str,
     rules: &Rules,
     also: &[&str],
     redact: bool,
     found: &mut dyn FnMut(&str),
+    depth: u8,
 ) -> String {
-    let sanitized = sanitize_one_url(url, rules, also, redact, found, 0);
+    let sanitized = sanitize_one_url(url, rules, also, redact, found, depth);
     if redact {
-        with_nested_urls(sanitized, rules, found, 0)
+        with_nested_urls(sanitized, rules, found, depth)
     } else {
         sanitized
     }
@@ -268,7 +249,7 @@ fn sanitize_one_url(
     if let Some(query) = query {
         out.push('?');
         if redact {
-            out.push_str(&redact_pairs_in(query, '&', &sensitive, rules, found, depth));
+            out.push_str(&redact_pairs(query, '&', &sensitive, rules, found, depth));
         } else {
             out.push_str(query);
         }
@@ -287,7 +268,7 @@ fn sanitize_one_url(
                 out.push_str(route);
                 out.push('?');
             }
-            out.push_str(&redact_pairs_in(query, '&', &sensitive, rules, found, depth));
+            out.push_str(&redact_pairs(query, '&', &sensitive, rules, found, depth));
         } else {
             out.push_str(fragment);
         }
@@ -305,16 +286,10 @@ fn sanitize_one_url(
 /// Then, as a relative URL or a bare query carries them (`see /reset?token=…`,
 /// `callback#access_token=…`), each value of a query-list name written after `?`, `&` or `#`
 /// and before `=` is redacted wherever it stands (see [`redact_query_pairs_in_text`]).
+///
+/// `depth`: how many URLs or documents the text is carried inside ([`NESTING`]; 0 for a body's
+/// or a message's own).
 pub(crate) fn redact_urls_in_text<'t>(
-    text: &'t str,
-    rules: &Rules,
-    found: &mut dyn FnMut(&str),
-) -> Cow<'t, str> {
-    redact_urls_in_text_at(text, rules, found, 0)
-}
-
-/// [`redact_urls_in_text`] for text `depth` URLs or documents deep (see [`NESTING`]).
-pub(crate) fn redact_urls_in_text_at<'t>(
     text: &'t str,
     rules: &Rules,
     found: &mut dyn FnMut(&str),
@@ -472,7 +447,7 @@ fn without_trailing_punctuation(bytes: &[u8], from: usize, mut end: usize) -> us
 /// How deep a URL or a JSON document carried in another is read as what it is: a URL in a URL's
 /// query, unencoded (`?next=https://…?token=…`, [`with_nested_urls`]) or encoded
 /// ([`carried_value`]); a document in an encoded value or in a JSON string
-/// (`super::json_body_at`); and the URLs written in such a document's prose. One count for
+/// (`super::json_body`); and the URLs written in such a document's prose. One count for
 /// all of them, so that no nesting of one in another goes deeper: each level reads its text
 /// once more, and hostile nesting costs a few passes, not one a level.
 pub(crate) const NESTING: u8 = 3;
