@@ -323,12 +323,15 @@ pub(crate) fn unescape(raw: &str) -> Cow<'_, str> {
 
 /// Redacts the values of sensitive members of a JSON document, keeping everything else as it
 /// was written. Calls `found` with the text of each redacted scalar value. Fails when `text`
-/// is not a single JSON value.
+/// is not a single JSON value. `depth`: see `super::url::NESTING`; `pairs`: whether the text
+/// may hold a sensitive pair in prose, where the caller's prefilter looked already (the look
+/// runs to the text's first such pair, or its end).
 pub(crate) fn redact_json<'t>(
     text: &'t str,
     rules: &Rules,
     found: &mut dyn FnMut(&str),
     depth: u8,
+    pairs: Option<bool>,
 ) -> Result<Cow<'t, str>, NotJson> {
     let mut s = Scanner {
         depth,
@@ -340,7 +343,8 @@ pub(crate) fn redact_json<'t>(
         redacting: 0,
         // One pass over the text spares a look into every string of a body with no URL.
         urls_in_prose: text.contains("://") || text.contains(":\\/\\/"),
-        pairs_in_prose: pairs_in_prose(text, rules),
+        // Known already where the prefilter looked.
+        pairs_in_prose: pairs.unwrap_or_else(|| pairs_in_prose(text, rules)),
     };
     let mut stack: Vec<Frame> = Vec::new();
     // Set when the next value is a sensitive member's.

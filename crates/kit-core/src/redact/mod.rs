@@ -353,14 +353,16 @@ pub(super) fn json_body<'t>(
     found: &mut dyn FnMut(&str),
     depth: u8,
 ) -> Cow<'t, str> {
-    if !text.contains('\\')
-        && !rules.json.may_occur_in(text)
-        && !has_user_info(text)
-        && !may_hold_query_parameter(text, rules)
-    {
+    // The pairs' look is the prefilter's last: where it ran, the scanner takes its answer
+    // rather than looking again.
+    let pairs = if text.contains('\\') || rules.json.may_occur_in(text) || has_user_info(text) {
+        None
+    } else if may_hold_query_parameter(text, rules) {
+        Some(true)
+    } else {
         return Cow::Borrowed(text);
-    }
-    json_body_scanned(text, rules, found, depth)
+    };
+    json_body_scanned(text, rules, found, depth, pairs)
 }
 
 /// Whether a URL in `text` may carry a parameter that only the query list names (`key`, or a
@@ -485,16 +487,19 @@ fn has_user_info(text: &str) -> bool {
 }
 
 /// [`json_body`] by the scan alone.
+/// `pairs`: whether the text may hold a sensitive pair in prose (`may_hold_query_parameter`),
+/// where that is known already.
 fn json_body_scanned<'t>(
     text: &'t str,
     rules: &Rules,
     found: &mut dyn FnMut(&str),
     depth: u8,
+    pairs: Option<bool>,
 ) -> Cow<'t, str> {
     // What the strict pass finds counts only if the text turns out to be JSON: a number it
     // redacted before failing must pass the fallback untouched.
     let mut pending = Vec::new();
-    match json::redact_json(text, rules, &mut |v| pending.push(v.to_owned()), depth) {
+    match json::redact_json(text, rules, &mut |v| pending.push(v.to_owned()), depth, pairs) {
         Ok(out) => {
             pending.iter().for_each(|v| found(v));
             out

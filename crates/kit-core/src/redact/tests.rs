@@ -1803,7 +1803,7 @@ mod properties {
             for rules in [Sanitizer::new(&options, Arc::new(SecretRegistry::new())).rules().clone(), none] {
                 let (mut fast, mut scanned) = (Vec::new(), Vec::new());
                 let out = super::super::json_body(&text, &rules, &mut |v| fast.push(v.to_owned()), 0);
-                let expected = super::super::json_body_scanned(&text, &rules, &mut |v| scanned.push(v.to_owned()), 0);
+                let expected = super::super::json_body_scanned(&text, &rules, &mut |v| scanned.push(v.to_owned()), 0, None);
                 prop_assert_eq!(out, expected);
                 prop_assert_eq!(fast, scanned);
             }
