@@ -15,6 +15,18 @@ pub(crate) fn linear<T: Send + 'static>(scan: impl FnOnce() -> T + Send + 'stati
         .expect("a scan of hostile input did not end within 60 s: is it still linear?")
 }
 
+/// Asserts that every value in `values` (separated by spaces) is known as a secret now: each
+/// is replaced by value in free text.
+#[track_caller]
+fn assert_known(s: &Sanitizer, values: &str) {
+    let count = values.split_whitespace().count();
+    assert_eq!(
+        s.text(values),
+        vec!["[REDACTED]"; count].join(" "),
+        "known: {values}"
+    );
+}
+
 fn sanitizer() -> Sanitizer {
     Sanitizer::new(
         &KitHttpAttachmentOptions::default(),
@@ -373,12 +385,10 @@ fn rules_2_and_5_names_in_bracket_notation_are_sensitive_by_any_part() {
         ),
         r#"<input name="user[password]" value="[REDACTED]">"#
     );
-    assert_eq!(
-        s.text(
-            "bracket-form-secret array-secret-1 deep-bracket-secret encoded-bracket-secret bearer-type-1 \
-             bracket-query-secret frag-bracket-secret bracket-part-secret bracket-input-secret"
-        ),
-        ["[REDACTED]"; 9].join(" ")
+    assert_known(
+        &s,
+        "bracket-form-secret array-secret-1 deep-bracket-secret encoded-bracket-secret bearer-type-1 \
+             bracket-query-secret frag-bracket-secret bracket-part-secret bracket-input-secret",
     );
     // XML names and JSON keys are taken whole: brackets nest nothing there.
     assert_eq!(
@@ -459,11 +469,9 @@ fn rules_2_and_5_names_in_dot_notation_are_sensitive_by_any_part() {
         ),
         r#"<input name="Input.Password" value="[REDACTED]">"#
     );
-    assert_eq!(
-        s.text(
-            "dotted-form-secret mixed-dot-secret dotted-query-secret dotted-part-secret dotted-input-secret"
-        ),
-        ["[REDACTED]"; 5].join(" ")
+    assert_known(
+        &s,
+        "dotted-form-secret mixed-dot-secret dotted-query-secret dotted-part-secret dotted-input-secret",
     );
     // JSON keys are taken whole: a dot is part of the name there.
     assert_eq!(
@@ -592,11 +600,9 @@ fn rules_2_and_3_urls_in_json_strings_are_sanitized() {
         ),
         r#"{"database": {"url": "postgres://db.internal:5432/app", "pool": 4}, "home": "https://example.org/"}"#
     );
-    assert_eq!(
-        s.text(
-            "paging-access-token escaped-slash-token fragment-id-token db-url-password written-in-prose-value"
-        ),
-        ["[REDACTED]"; 5].join(" ")
+    assert_known(
+        &s,
+        "paging-access-token escaped-slash-token fragment-id-token db-url-password written-in-prose-value",
     );
 }
 
@@ -629,9 +635,9 @@ fn rules_2_and_3_urls_in_prose_are_sanitized() {
         "GET https://api.example/v1/me?access_token=[REDACTED] failed: 401"
     );
     // What was redacted is known now, without the punctuation after it.
-    assert_eq!(
-        s.text("prose-api-key-1 prose-token-2 prose-reset-token-3 prose-db-password-4 prose-access-token-5"),
-        ["[REDACTED]"; 5].join(" ")
+    assert_known(
+        &s,
+        "prose-api-key-1 prose-token-2 prose-reset-token-3 prose-db-password-4 prose-access-token-5",
     );
     // Text with nothing to redact is kept as written, odd `://` and all.
     for plain in [
@@ -698,9 +704,9 @@ fn rules_2_and_3_urls_in_prose_are_sanitized() {
         s.body(Some("text/plain"), b"GET /v1/me?access_token=prose-log-16 200"),
         "GET /v1/me?access_token=[REDACTED] 200"
     );
-    assert_eq!(
-        s.text("prose-relative-13 prose-fragment-14 prose-encoded-15 prose-log-16"),
-        ["[REDACTED]"; 4].join(" ")
+    assert_known(
+        &s,
+        "prose-relative-13 prose-fragment-14 prose-encoded-15 prose-log-16",
     );
     // A URL whose brackets are its own keeps them.
     assert_eq!(
@@ -809,9 +815,9 @@ fn rules_2_and_3_a_url_carried_percent_encoded_is_sanitized() {
         ),
         "<p>Continue: /sso?r=https%3A%2F%2Fa.example%2F%3Fkey%3D[REDACTED]</p>"
     );
-    assert_eq!(
-        s.text("carried-token-1 carried-password-2 carried-key-3 carried-twice-4 carried-in-plain-5 carried-form-6 carried-json-key-7 carried-prose-8 carried-alone-9 carried-markup-10"),
-        ["[REDACTED]"; 10].join(" ")
+    assert_known(
+        &s,
+        "carried-token-1 carried-password-2 carried-key-3 carried-twice-4 carried-in-plain-5 carried-form-6 carried-json-key-7 carried-prose-8 carried-alone-9 carried-markup-10",
     );
     // Kept as written: an encoded value that is no URL, a carried URL with nothing to redact,
     // and a sanitized URL read again.
@@ -856,9 +862,9 @@ fn rule_4_a_json_document_carried_as_a_string_or_a_value_is_redacted() {
         s.url("https://h.example/cb?code=1&state=%7B%22access_token%22%3A%22carried-doc-5%22%7D"),
         "https://h.example/cb?code=1&state=%7B%22access_token%22%3A%22[REDACTED]%22%7D"
     );
-    assert_eq!(
-        s.text("carried-doc-1 carried-doc-2 carried-doc-3 carried-doc-4 carried-doc-5"),
-        ["[REDACTED]"; 5].join(" ")
+    assert_known(
+        &s,
+        "carried-doc-1 carried-doc-2 carried-doc-3 carried-doc-4 carried-doc-5",
     );
     // Kept as written: a string that is no document, a document naming nothing sensitive, an
     // encoded array of numbers, and a redacted document read again.
@@ -886,9 +892,9 @@ fn rule_5_markup_carried_as_a_json_string_is_redacted() {
         r#"{"html": "<form action=\"/cb?access_token=[REDACTED]\"><input type=\"hidden\" name=\"token\" value=\"[REDACTED]\"></form><p>Reset: https://a.example/r?secret=[REDACTED]</p>", "soap": "<?xml version=\"1.0\"?><Envelope><Body><Login><password>[REDACTED]</password></Login></Body></Envelope>", "note": "<3 it"}"#
     );
     serde_json::from_str::<serde_json::Value>(&redacted).unwrap();
-    assert_eq!(
-        s.text("carried-markup-1 carried-markup-2 carried-markup-3 carried-markup-4"),
-        ["[REDACTED]"; 4].join(" ")
+    assert_known(
+        &s,
+        "carried-markup-1 carried-markup-2 carried-markup-3 carried-markup-4",
     );
     // Markup with nothing to redact is kept as written, escapes and all.
     let kept = r#"{"html": "<p class=\"x\">a &amp; b<\/p>"}"#;
@@ -976,9 +982,9 @@ fn rules_2_and_3_urls_in_markup_text_are_sanitized() {
         "<feed><link>https://api.example/items?page=2&amp;access_token=[REDACTED]</link>\
          <![CDATA[ftp://files.example/x]]><title>a &amp; b?token</title></feed>"
     );
-    assert_eq!(
-        s.text("markup-token-1 markup-fragment-2 markup-style-3 markup-xml-4 markup-cdata-5"),
-        ["[REDACTED]"; 5].join(" ")
+    assert_known(
+        &s,
+        "markup-token-1 markup-fragment-2 markup-style-3 markup-xml-4 markup-cdata-5",
     );
     // Text with no URL, entities and all, is kept as written.
     let plain = "<p>Q&amp;A: is 3 &lt; 4? Yes &amp;&amp; no.</p>";
@@ -997,7 +1003,7 @@ fn rules_2_and_3_urls_in_markup_text_are_sanitized() {
         s.body(Some("multipart/form-data; boundary=b"), multipart.as_bytes()),
         "--b\r\nContent-Disposition: form-data; name=\"metadata\"\r\n\r\n{\"name\":\"a.png\",\"access_token\":\"[REDACTED]\"}\r\n--b--\r\n"
     );
-    assert_eq!(s.text("markup-json-6 markup-json-7"), ["[REDACTED]"; 2].join(" "));
+    assert_known(&s, "markup-json-6 markup-json-7");
 }
 
 /// Hostile text for the prose scan: a million `://`, a scheme a million letters long, a URL
