@@ -815,9 +815,14 @@ fn rules_2_and_3_a_url_carried_percent_encoded_is_sanitized() {
         ),
         "<p>Continue: /sso?r=https%3A%2F%2Fa.example%2F%3Fkey%3D[REDACTED]</p>"
     );
+    // The encoded `://` is found in either case, and written again in upper case.
+    assert_eq!(
+        s.text("open /login?next=https%3a%2f%2fapp.example%2fcb%3ftoken%3dcarried-lower-11 now"),
+        "open /login?next=https%3A%2F%2Fapp.example%2Fcb%3Ftoken%3D[REDACTED] now"
+    );
     assert_known(
         &s,
-        "carried-token-1 carried-password-2 carried-key-3 carried-twice-4 carried-in-plain-5 carried-form-6 carried-json-key-7 carried-prose-8 carried-alone-9 carried-markup-10",
+        "carried-token-1 carried-password-2 carried-key-3 carried-twice-4 carried-in-plain-5 carried-form-6 carried-json-key-7 carried-prose-8 carried-alone-9 carried-markup-10 carried-lower-11",
     );
     // Kept as written: an encoded value that is no URL, a carried URL with nothing to redact,
     // and a sanitized URL read again.
@@ -862,9 +867,17 @@ fn rule_4_a_json_document_carried_as_a_string_or_a_value_is_redacted() {
         s.url("https://h.example/cb?code=1&state=%7B%22access_token%22%3A%22carried-doc-5%22%7D"),
         "https://h.example/cb?code=1&state=%7B%22access_token%22%3A%22[REDACTED]%22%7D"
     );
+    // A document written after spaces is one too.
+    assert_eq!(
+        s.body(
+            Some("application/json"),
+            br#"{"body": "  {\"secret\": \"carried-doc-6\"}"}"#
+        ),
+        r#"{"body": "  {\"secret\": \"[REDACTED]\"}"}"#
+    );
     assert_known(
         &s,
-        "carried-doc-1 carried-doc-2 carried-doc-3 carried-doc-4 carried-doc-5",
+        "carried-doc-1 carried-doc-2 carried-doc-3 carried-doc-4 carried-doc-5 carried-doc-6",
     );
     // Kept as written: a string that is no document, a document naming nothing sensitive, an
     // encoded array of numbers, and a redacted document read again.
