@@ -169,7 +169,7 @@ impl<'a> Scanner<'a> {
         let markup = unescape(&self.text[from..to]);
         // A fragment is read as HTML (its scripts and fields), a document with XML's
         // declaration as XML.
-        let html = !markup.starts_with("<?xml");
+        let html = !markup.trim_start().starts_with("<?xml");
         let redacted = super::markup::redact_xml(&markup, html, rules, found, self.depth + 1);
         let redacted = match super::url::redact_urls_in_text(&redacted, rules, found, self.depth + 1) {
             Cow::Owned(prose) => prose,
@@ -233,6 +233,29 @@ fn may_be_url(content: &[u8]) -> bool {
     }
 }
 
+/// A string's raw content from its first byte that is not whitespace, written plainly or
+/// escaped (`\n`, `\r`, `\t`): a template's text often opens with a line's end, which a JSON
+/// string writes as `\n`.
+#[inline]
+fn after_leading_whitespace(content: &[u8]) -> &[u8] {
+    let mut at = 0;
+    loop {
+        match content.get(at..at + 2) {
+            Some([b'\\', b'n' | b'r' | b't']) => at += 2,
+            _ if content.get(at).is_some_and(u8::is_ascii_whitespace) => at += 1,
+            _ => return &content[at..],
+        }
+    }
+}
+
+/// Whether a string's raw content may open with whitespace (see [`after_leading_whitespace`]).
+#[inline]
+fn may_open_with_whitespace(content: &[u8]) -> bool {
+    content
+        .first()
+        .is_some_and(|&b| b == b'\\' || b.is_ascii_whitespace())
+}
+
 /// Whether a string's raw content may be a JSON document with members: an object or an array
 /// (after whitespace) holding an escaped quote. Its first bytes answer for nearly every string
 /// that is not one.
@@ -240,20 +263,24 @@ fn may_be_url(content: &[u8]) -> bool {
 fn may_be_document(content: &[u8]) -> bool {
     let opens = match content.first() {
         Some(b'{' | b'[') => true,
-        Some(b) if b.is_ascii_whitespace() => content
-            .iter()
-            .find(|b| !b.is_ascii_whitespace())
-            .is_some_and(|b| matches!(b, b'{' | b'[')),
+        _ if may_open_with_whitespace(content) => {
+            matches!(after_leading_whitespace(content).first(), Some(b'{' | b'['))
+        }
         _ => false,
     };
     opens && content.contains(&b'\\')
 }
 
-/// Whether a string's raw content may be markup: it begins with `<` and holds a `>`. Its first
-/// byte answers for nearly every string that is not.
+/// Whether a string's raw content may be markup: it begins with `<` (after whitespace) and
+/// holds a `>`. Its first byte answers for nearly every string that is not.
 #[inline]
 fn may_be_markup(content: &[u8]) -> bool {
-    content.first() == Some(&b'<') && content.contains(&b'>')
+    let opens = match content.first() {
+        Some(b'<') => true,
+        _ if may_open_with_whitespace(content) => after_leading_whitespace(content).first() == Some(&b'<'),
+        _ => false,
+    };
+    opens && content.contains(&b'>')
 }
 
 /// Whether `text` may hold a sensitive query pair in prose (see `may_hold_query_parameter`).

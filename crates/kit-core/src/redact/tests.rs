@@ -875,9 +875,17 @@ fn rule_4_a_json_document_carried_as_a_string_or_a_value_is_redacted() {
         ),
         r#"{"body": "  {\"secret\": \"[REDACTED]\"}"}"#
     );
+    // And after a line's end, which a JSON string writes escaped.
+    assert_eq!(
+        s.body(
+            Some("application/json"),
+            br#"{"body": "\n\t{\"secret\": \"carried-doc-7\"}"}"#
+        ),
+        r#"{"body": "\n\t{\"secret\": \"[REDACTED]\"}"}"#
+    );
     assert_known(
         &s,
-        "carried-doc-1 carried-doc-2 carried-doc-3 carried-doc-4 carried-doc-5 carried-doc-6",
+        "carried-doc-1 carried-doc-2 carried-doc-3 carried-doc-4 carried-doc-5 carried-doc-6 carried-doc-7",
     );
     // Kept as written: a string that is no document, a document naming nothing sensitive, an
     // encoded array of numbers, and a redacted document read again.
@@ -905,9 +913,18 @@ fn rule_5_markup_carried_as_a_json_string_is_redacted() {
         r#"{"html": "<form action=\"/cb?access_token=[REDACTED]\"><input type=\"hidden\" name=\"token\" value=\"[REDACTED]\"></form><p>Reset: https://a.example/r?secret=[REDACTED]</p>", "soap": "<?xml version=\"1.0\"?><Envelope><Body><Login><password>[REDACTED]</password></Login></Body></Envelope>", "note": "<3 it"}"#
     );
     serde_json::from_str::<serde_json::Value>(&redacted).unwrap();
+    // A template's text that opens with a line's end (escaped) or spaces is markup too, and
+    // an XML document after them is read as XML (where a `script` element is one like any
+    // other, not HTML's script).
+    let template = br#"{"mail": "\n  <form><input type=\"hidden\" name=\"token\" value=\"carried-markup-5\"></form>", "xml": " \r\n<?xml version=\"1.0\"?><a><secret>carried-markup-6</secret><script><password>carried-markup-7</password></script></a>"}"#;
+    assert_eq!(
+        s.body(Some("application/json"), template),
+        r#"{"mail": "\n  <form><input type=\"hidden\" name=\"token\" value=\"[REDACTED]\"></form>", "xml": " \r\n<?xml version=\"1.0\"?><a><secret>[REDACTED]</secret><script><password>[REDACTED]</password></script></a>"}"#
+    );
     assert_known(
         &s,
-        "carried-markup-1 carried-markup-2 carried-markup-3 carried-markup-4",
+        "carried-markup-1 carried-markup-2 carried-markup-3 carried-markup-4 carried-markup-5 carried-markup-6 \
+         carried-markup-7",
     );
     // Markup with nothing to redact is kept as written, escapes and all.
     let kept = r#"{"html": "<p class=\"x\">a &amp; b<\/p>"}"#;
