@@ -84,8 +84,8 @@ fn every_sensitive_member_is_redacted(kind: Option<&str>, body: &[u8]) {
     );
     if let Ok(written) = serde_json::from_str::<serde_json::Value>(&out) {
         let names = &options.sensitive_json_properties;
-        // A string that is itself a document (an object or an array, after spaces, which a
-        // string holds unescaped) is one the sanitizer reads as JSON, three carried deep.
+        // A string that is itself a document (an object or an array, after JSON's whitespace)
+        // is one the sanitizer reads as JSON, three carried deep.
         let mut stack = vec![(written, 0)];
         while let Some((value, depth)) = stack.pop() {
             match value {
@@ -100,7 +100,10 @@ fn every_sensitive_member_is_redacted(kind: Option<&str>, body: &[u8]) {
                 }
                 serde_json::Value::Array(items) => stack.extend(items.into_iter().map(|item| (item, depth))),
                 serde_json::Value::String(carried)
-                    if depth < 3 && carried.trim_start_matches(' ').starts_with(['{', '[']) =>
+                    if depth < 3
+                        && carried
+                            .trim_start_matches([' ', '\t', '\n', '\r'])
+                            .starts_with(['{', '[']) =>
                 {
                     if let Ok(document) = serde_json::from_str::<serde_json::Value>(&carried) {
                         stack.push((document, depth + 1));

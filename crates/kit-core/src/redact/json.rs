@@ -233,27 +233,34 @@ fn may_be_url(content: &[u8]) -> bool {
     }
 }
 
-/// A string's raw content from its first byte that is not whitespace, written plainly or
-/// escaped (`\n`, `\r`, `\t`): a template's text often opens with a line's end, which a JSON
-/// string writes as `\n`.
+/// A string's raw content from its first byte that is not JSON's whitespace, written plainly
+/// or escaped (`\n`, `\r`, `\t`, or as `\u000a` and the like): a template's text often opens
+/// with a line's end, which a JSON string writes escaped.
 #[inline]
 fn after_leading_whitespace(content: &[u8]) -> &[u8] {
     let mut at = 0;
     loop {
-        match content.get(at..at + 2) {
-            Some([b'\\', b'n' | b'r' | b't']) => at += 2,
-            _ if content.get(at).is_some_and(u8::is_ascii_whitespace) => at += 1,
+        at += match &content[at..] {
+            [b' ', ..] => 1,
+            [b'\\', b'n' | b'r' | b't', ..] => 2,
+            [b'\\', b'u', b'0', b'0', high, low, ..]
+                if matches!(
+                    [*high, low.to_ascii_lowercase()],
+                    [b'0', b'9' | b'a' | b'd'] | [b'2', b'0']
+                ) =>
+            {
+                6
+            }
             _ => return &content[at..],
-        }
+        };
     }
 }
 
 /// Whether a string's raw content may open with whitespace (see [`after_leading_whitespace`]).
 #[inline]
 fn may_open_with_whitespace(content: &[u8]) -> bool {
-    content
-        .first()
-        .is_some_and(|&b| b == b'\\' || b.is_ascii_whitespace())
+    // Raw content holds no control character: only a space is written plainly.
+    matches!(content.first(), Some(b' ' | b'\\'))
 }
 
 /// Whether a string's raw content may be a JSON document with members: an object or an array

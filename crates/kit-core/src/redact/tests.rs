@@ -883,9 +883,18 @@ fn rule_4_a_json_document_carried_as_a_string_or_a_value_is_redacted() {
         ),
         r#"{"body": "\n\t{\"secret\": \"[REDACTED]\"}"}"#
     );
+    assert_eq!(
+        s.body(
+            Some("application/json"),
+            br#"{"body": "\u000A\u0020[{\"token\": \"carried-doc-8\"}]", "not": "\\n{\"token\": 1}"}"#
+        ),
+        // Written anew, escaped as the kit escapes.
+        r#"{"body": "\n [{\"token\": \"[REDACTED]\"}]", "not": "\\n{\"token\": 1}"}"#
+    );
     assert_known(
         &s,
-        "carried-doc-1 carried-doc-2 carried-doc-3 carried-doc-4 carried-doc-5 carried-doc-6 carried-doc-7",
+        "carried-doc-1 carried-doc-2 carried-doc-3 carried-doc-4 carried-doc-5 carried-doc-6 carried-doc-7 \
+         carried-doc-8",
     );
     // Kept as written: a string that is no document, a document naming nothing sensitive, an
     // encoded array of numbers, and a redacted document read again.
