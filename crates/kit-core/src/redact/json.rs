@@ -62,9 +62,24 @@ struct Scanner<'a> {
     /// URL percent-encoded, anywhere, so that a string may hold a relative URL's or a bare
     /// query's sensitive pair, or an encoded URL.
     pairs_in_prose: bool,
+    /// Where the first `=` at or after the last string looked into stands (the text's length
+    /// if there is none): found a stretch at a time, so that looking into every string for a
+    /// form's pairs costs one pass over the text in all, and a string without `=` a compare.
+    next_equals: usize,
 }
 
 impl<'a> Scanner<'a> {
+    /// Whether the string whose content is `from..to` holds a `=`. Called with strings in the
+    /// order they stand.
+    #[inline]
+    fn holds_equals(&mut self, from: usize, to: usize) -> bool {
+        if self.next_equals < from {
+            self.next_equals =
+                memchr::memchr(b'=', &self.bytes[from..]).map_or(self.bytes.len(), |at| from + at);
+        }
+        self.next_equals < to
+    }
+
     /// The document's top-level value has ended: only whitespace may follow it.
     fn end(mut self) -> Result<Cow<'a, str>, NotJson> {
         self.skip_ws();
@@ -176,6 +191,18 @@ impl<'a> Scanner<'a> {
             Cow::Borrowed(_) => redacted,
         };
         if redacted != *markup {
+            self.rewrite_string(from, to, &redacted);
+        }
+    }
+
+    /// The string value whose content is `from..to`, a form's pairs written as a string (a
+    /// request log's or a gateway event's form body), redacted as a form (rule 5) and then as
+    /// prose (rule 2), and written anew where that changed it.
+    #[cold]
+    #[inline(never)]
+    fn sanitize_form(&mut self, from: usize, to: usize, rules: &Rules, found: &mut dyn FnMut(&str)) {
+        let form = unescape(&self.text[from..to]);
+        if let Cow::Owned(redacted) = super::carried_form(&form, rules, found, self.depth + 1) {
             self.rewrite_string(from, to, &redacted);
         }
     }
@@ -379,6 +406,7 @@ pub(crate) fn redact_json<'t>(
         urls_in_prose: text.contains("://") || text.contains(":\\/\\/"),
         // Known already where the prefilter looked.
         pairs_in_prose: pairs.unwrap_or_else(|| pairs_in_prose(text, rules)),
+        next_equals: 0,
     };
     let mut stack: Vec<Frame> = Vec::new();
     // Set when the next value is a sensitive member's.
@@ -446,6 +474,12 @@ pub(crate) fn redact_json<'t>(
                         && may_be_markup(&s.bytes[from..to])
                     {
                         s.sanitize_markup(from, to, rules, found);
+                    } else if s.redacting == 0
+                        && s.depth < super::url::NESTING
+                        && s.holds_equals(from, to)
+                        && super::may_be_form(&s.bytes[from..to])
+                    {
+                        s.sanitize_form(from, to, rules, found);
                     } else if s.redacting == 0
                         && ((s.urls_in_prose && holds_url(&s.bytes[from..to]))
                             || (s.pairs_in_prose

@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 
 use super::url::{UrlHeader, may_change, redact_urls_in_text, sanitize_url_naming};
-use super::{REDACTED, Rules, holds_any, opens_document, skip_while};
+use super::{REDACTED, Rules, carried_form, holds_any, may_be_form, opens_document, skip_while};
 
 /// The local part of a qualified XML name (`ns:password` is `password`).
 fn local(name: &str) -> &str {
@@ -91,6 +91,19 @@ fn text_with_urls<'c>(
         Cow::Borrowed(content)
     } else if opens_document(content.as_bytes()) {
         super::json_body(content, rules, found, depth + 1)
+    } else if !holds_any(content.as_bytes(), [b':', b'?', b'#', b'%', b'=']) {
+        Cow::Borrowed(content)
+    } else if may_be_form(content.trim_ascii().as_bytes()) {
+        // Markup's `&amp;` before a pair's name is read as the form's `&` where it stands. The
+        // text's own spaces around it are not the first name's or the last value's.
+        let form = content.trim_ascii();
+        match carried_form(form, rules, found, depth) {
+            Cow::Borrowed(_) => Cow::Borrowed(content),
+            Cow::Owned(redacted) => {
+                let start = content.len() - content.trim_ascii_start().len();
+                Cow::Owned([&content[..start], &redacted, &content[start + form.len()..]].concat())
+            }
+        }
     } else if holds_any(content.as_bytes(), [b':', b'?', b'#', b'%']) {
         redact_urls_in_text(content, rules, found, depth)
     } else {

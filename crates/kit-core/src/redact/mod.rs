@@ -462,6 +462,39 @@ impl<'t> Splice<'t> {
     }
 }
 
+/// Whether `bytes` may be a form's pairs carried whole, in a JSON string, markup's text or a
+/// value written percent-encoded (`grant_type=password&username=ada&password=…`, as an API
+/// gateway's event or a request log holds a sign-in's form body): a field's name, then `=`,
+/// and no whitespace anywhere, as a form writes a space `+` or `%20`. The first word answers
+/// for nearly every text that is not one.
+pub(super) fn may_be_form(bytes: &[u8]) -> bool {
+    // Longer names are not a form's fields: a hash or base64 padded with `=` is one word.
+    const LONGEST_NAME: usize = 64;
+    let name_end = bytes
+        .iter()
+        .take(LONGEST_NAME + 1)
+        .position(|&b| !(b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'[' | b']' | b'%')));
+    matches!(name_end, Some(end) if end > 0 && bytes[end] == b'=')
+        && !bytes.iter().any(u8::is_ascii_whitespace)
+}
+
+/// A form's pairs carried whole (see [`may_be_form`]) with each sensitive field's value
+/// redacted as a form body's is (rule 5), then read as prose (rule 2); borrowed when nothing
+/// changed. `depth`: see [`url::NESTING`].
+pub(super) fn carried_form<'t>(
+    text: &'t str,
+    rules: &Rules,
+    found: &mut dyn FnMut(&str),
+    depth: u8,
+) -> Cow<'t, str> {
+    let form = url::redact_pairs(text, '&', &|n| rules.is_sensitive_field(n), rules, found, depth);
+    match url::redact_urls_in_text(&form, rules, found, depth) {
+        Cow::Owned(prose) => Cow::Owned(prose),
+        Cow::Borrowed(_) if form == text => Cow::Borrowed(text),
+        Cow::Borrowed(_) => Cow::Owned(form),
+    }
+}
+
 /// Whether `bytes` begin, after ASCII whitespace, as a JSON object or array does. Byte by byte:
 /// `str::trim_start` decodes characters, and markup's every text is looked at.
 pub(super) fn opens_document(bytes: &[u8]) -> bool {
@@ -789,6 +822,13 @@ impl Sanitizer {
         // address, a proxy's forwarded URI, a warning's link. A URL with something to redact
         // holds `?`, `#`, `@` or `%`; most values (a date, a type, a length) hold none.
         let joined = match joined {
+            // A form's pairs (`X-Original-Body: grant_type=password&password=…`) as a form.
+            joined if url_kind.is_none() && may_be_form(joined.as_bytes()) => {
+                match carried_form(&joined, &self.rules, &mut self.remember(), 0) {
+                    Cow::Owned(sanitized) => Cow::Owned(sanitized),
+                    Cow::Borrowed(_) => joined,
+                }
+            }
             joined if url_kind.is_none() && holds_any(joined.as_bytes(), [b'?', b'#', b'@', b'%']) => {
                 match url::redact_urls_in_text(&joined, &self.rules, &mut self.remember(), 0) {
                     Cow::Owned(sanitized) => Cow::Owned(sanitized),

@@ -943,6 +943,62 @@ fn rule_5_markup_carried_as_a_json_string_is_redacted() {
     carried_in_turn_as_deep_as_4_mb_allow(|text| format!("<a>{text}</a>"));
 }
 
+/// A form's pairs carried whole, in a JSON string (an API gateway's event or a request log
+/// holding a sign-in's form body), markup's text, a header or a value written percent-encoded,
+/// are redacted as a form body's are (rule 5), then read as prose.
+#[test]
+fn rule_5_a_form_carried_whole_is_redacted() {
+    let s = sanitizer();
+    // As written, and as Go's encoder escapes `&`.
+    let event = br#"{"httpMethod": "POST", "body": "grant_type=password&username=ada&password=carried-form-1", "logged": "access_token=carried-form-2&scope=repo&token_type=bearer", "go": "grant_type=client_credentials\u0026client_secret=carried-form-3"}"#;
+    let redacted = s.body(Some("application/json"), event);
+    assert_eq!(
+        redacted,
+        r#"{"httpMethod": "POST", "body": "grant_type=password&username=ada&password=[REDACTED]", "logged": "access_token=[REDACTED]&scope=repo&token_type=bearer", "go": "grant_type=client_credentials&client_secret=[REDACTED]"}"#
+    );
+    serde_json::from_str::<serde_json::Value>(&redacted).unwrap();
+    // Markup's text, its `&` escaped, with the text's own spaces around it kept.
+    assert_eq!(
+        s.body(
+            Some("text/html"),
+            b"<pre>\n  refresh_token=carried-form-4&amp;scope=repo\n</pre><p>user[password]=carried-form-5</p>"
+        ),
+        "<pre>\n  refresh_token=[REDACTED]&amp;scope=repo\n</pre><p>user[password]=[REDACTED]</p>"
+    );
+    assert_eq!(
+        s.header("X-Original-Body", &["username=ada&password=carried-form-6"]),
+        "username=ada&password=[REDACTED]"
+    );
+    // Encoded as a query's value (a sign-in's `state`), and encoded twice.
+    assert_eq!(
+        s.url("https://a.example/cb?state=return%3D%2Fhome%26api_key%3Dcarried-form-7&x=1"),
+        "https://a.example/cb?state=return%3D%2Fhome%26api_key%3D[REDACTED]&x=1"
+    );
+    assert_eq!(
+        s.url("https://a.example/cb?s=secret%253Dcarried-form-8"),
+        "https://a.example/cb?s=secret%253D[REDACTED]"
+    );
+    assert_known(
+        &s,
+        "carried-form-1 carried-form-2 carried-form-3 carried-form-4 carried-form-5 carried-form-6 \
+         carried-form-7 carried-form-8",
+    );
+    // Kept as written: pairs naming nothing sensitive, prose, base64's padding, a name too long
+    // to be a field's.
+    let long = "a".repeat(65);
+    let kept = format!(
+        r#"{{"q": "a=1&b=2", "note": "x=1 is fine, token is", "b64": "dG9rZW4=", "long": "{long}=1&password=x"}}"#
+    );
+    assert_eq!(s.body(Some("application/json"), kept.as_bytes()), kept);
+    assert_eq!(s.header("Cache-Control", &["max-age=0"]), "max-age=0");
+    // Forms and documents carried in one another by turns, each document encoded as two of
+    // the form's values, as deep as 4 MB allow: a few passes, under the hang guard.
+    carried_in_turn_as_deep_as_4_mb_allow(|text| {
+        let encoded = super::url::percent_encode(text, super::url::is_unreserved);
+        format!("a={encoded}&b={encoded}")
+    });
+}
+
 /// Documents and URLs carried in one another are read as what they are three deep in all,
 /// whichever carries which: hostile nesting costs a few passes, and no stack.
 #[test]

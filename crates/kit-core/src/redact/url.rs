@@ -101,6 +101,8 @@ fn carried_value<'v>(value: &'v str, rules: &Rules, found: &mut dyn FnMut(&str),
     let decoded = percent_decode(value, true);
     let sanitized = if super::opens_document(decoded.as_bytes()) {
         super::json_body(&decoded, rules, found, depth + 1).into_owned()
+    } else if super::may_be_form(decoded.as_bytes()) {
+        super::carried_form(&decoded, rules, found, depth + 1).into_owned()
     } else if decoded.contains("://") {
         // A `+` decodes to a space, which ends a URL in prose: the pairs after it are read
         // as prose's are.
