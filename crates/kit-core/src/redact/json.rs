@@ -306,15 +306,31 @@ fn may_be_document(content: &[u8]) -> bool {
 }
 
 /// Whether a string's raw content may be markup: it begins with `<` (after whitespace) and
-/// holds a `>`. Its first byte answers for nearly every string that is not.
+/// holds a `>`, either written plainly or escaped as `\u003c` and `\u003e` (Go's encoder
+/// escapes both by default). Its first byte answers for nearly every string that is not.
 #[inline]
 fn may_be_markup(content: &[u8]) -> bool {
-    let opens = match content.first() {
-        Some(b'<') => true,
-        _ if may_open_with_whitespace(content) => after_leading_whitespace(content).first() == Some(&b'<'),
-        _ => false,
+    let opening = match content.first() {
+        Some(b'<') => content,
+        _ if may_open_with_whitespace(content) => after_leading_whitespace(content),
+        _ => return false,
     };
-    opens && content.contains(&b'>')
+    if opening.first() == Some(&b'<') {
+        content.contains(&b'>')
+    } else {
+        escaped_angle(opening, b'c') && holds_escaped_angle(content, b'e')
+    }
+}
+
+/// Whether `bytes` open with `\u003` and then `last` (a lower-case hex digit) in either case.
+fn escaped_angle(bytes: &[u8], last: u8) -> bool {
+    bytes.len() >= 6 && bytes[..5] == *b"\\u003" && bytes[5].to_ascii_lowercase() == last
+}
+
+/// Whether `bytes` hold `\u003` and then `last` in either case anywhere.
+#[cold]
+fn holds_escaped_angle(bytes: &[u8], last: u8) -> bool {
+    bytes.windows(6).any(|w| escaped_angle(w, last))
 }
 
 /// Whether `text` may hold a sensitive query pair in prose (see `may_hold_query_parameter`).

@@ -935,6 +935,23 @@ fn rule_5_markup_carried_as_a_json_string_is_redacted() {
         "carried-markup-1 carried-markup-2 carried-markup-3 carried-markup-4 carried-markup-5 carried-markup-6 \
          carried-markup-7",
     );
+    // Markup whose angle brackets are escaped, as Go's encoder writes them.
+    assert_eq!(
+        s.body(
+            Some("application/json"),
+            br#"{"go": "\u003cinput name=\"token\" value=\"carried-markup-8\"\u003E"}"#
+        ),
+        r#"{"go": "<input name=\"token\" value=\"[REDACTED]\">"}"#
+    );
+    assert_known(&s, "carried-markup-8");
+    // So is a relative URL's `&` in prose: the body holds no name of the JSON list, and the
+    // prefilter reads the pairs as written.
+    let go = br#"{"next": "open /cb?x=1\u0026key=go-prose-1 now"}"#;
+    assert_eq!(
+        s.body(Some("application/json"), go),
+        r#"{"next": "open /cb?x=1&key=[REDACTED] now"}"#
+    );
+    assert_known(&s, "go-prose-1");
     // Markup with nothing to redact is kept as written, escapes and all.
     let kept = r#"{"html": "<p class=\"x\">a &amp; b<\/p>"}"#;
     assert_eq!(s.body(Some("application/json"), kept.as_bytes()), kept);

@@ -390,6 +390,9 @@ pub(crate) fn redact_query_pairs_in_text<'t>(
     spliced.finish()
 }
 
+/// `&` as a JSON string may escape it (Go's encoder does, by default).
+const ESCAPED_AMPERSAND: &[u8] = b"\\u0026";
+
 /// Where the `=` of each sensitive query pair written in `text` stands: `?`, `&` or `#`, then a
 /// name of the query list (compared decoded too, as a URL's reader compares it), then `=`. Both
 /// the JSON body's prefilter and the redaction of pairs in prose read pairs this way, so a body
@@ -398,8 +401,23 @@ pub(crate) fn sensitive_pairs<'t>(text: &'t str, rules: &'t Rules) -> impl Itera
     let bytes = text.as_bytes();
     let mut at = 0;
     std::iter::from_fn(move || {
-        while let Some(offset) = bytes[at..].iter().position(|&b| matches!(b, b'?' | b'&' | b'#')) {
-            let name_from = at + offset + 1;
+        while let Some(offset) = bytes[at..]
+            .iter()
+            .position(|&b| matches!(b, b'?' | b'&' | b'#' | b'\\'))
+        {
+            let separator = at + offset;
+            // A JSON string's `&` escaped as Go's encoder writes it: the prefilter reads the
+            // body as written.
+            let name_from = match bytes[separator] {
+                b'\\' if bytes[separator..].starts_with(ESCAPED_AMPERSAND) => {
+                    separator + ESCAPED_AMPERSAND.len()
+                }
+                b'\\' => {
+                    at = separator + 1;
+                    continue;
+                }
+                _ => separator + 1,
+            };
             let name_to = skip_while(bytes, name_from, |b| b != b'=' && !ends_pair(b));
             at = name_to;
             if bytes.get(name_to) != Some(&b'=') || name_to == name_from {
