@@ -58,9 +58,10 @@ struct Scanner<'a> {
     depth: u8,
     /// Whether the text holds `://` anywhere, so that a string may hold a URL in prose.
     urls_in_prose: bool,
-    /// Whether the text writes a query-list name after `?`, `&` or `#` and before `=`, or a
-    /// URL percent-encoded, anywhere, so that a string may hold a relative URL's or a bare
-    /// query's sensitive pair, or an encoded URL.
+    /// Whether the text writes a query-list name after `?`, `&` or `#`, or bare (after a space
+    /// or a string's start), and before `=`, or a URL percent-encoded, anywhere, so that a
+    /// string may hold a relative URL's, a bare query's or a log line's sensitive pair, or an
+    /// encoded URL.
     pairs_in_prose: bool,
     /// Where the first `=` at or after the last string looked into stands (the text's length
     /// if there is none): found a stretch at a time, so that looking into every string for a
@@ -499,7 +500,7 @@ pub(crate) fn redact_json<'t>(
                     } else if s.redacting == 0
                         && ((s.urls_in_prose && holds_url(&s.bytes[from..to]))
                             || (s.pairs_in_prose
-                                && s.bytes[from..to].iter().any(|&b| matches!(b, b'?' | b'#' | b'%'))))
+                                && s.bytes[from..to].iter().any(|&b| matches!(b, b'=' | b'%'))))
                     {
                         s.sanitize_prose(from, to, rules, found);
                     }

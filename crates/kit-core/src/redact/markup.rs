@@ -104,10 +104,8 @@ fn text_with_urls<'c>(
                 Cow::Owned([&content[..start], &redacted, &content[start + form.len()..]].concat())
             }
         }
-    } else if holds_any(content.as_bytes(), [b':', b'?', b'#', b'%']) {
-        redact_urls_in_text(content, rules, found, depth)
     } else {
-        Cow::Borrowed(content)
+        redact_urls_in_text(content, rules, found, depth)
     }
 }
 

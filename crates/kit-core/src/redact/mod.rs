@@ -365,18 +365,18 @@ pub(super) fn json_body<'t>(
     json_body_scanned(text, rules, found, depth, pairs)
 }
 
-/// Whether a URL in `text` may carry a parameter that only the query list names (`key`, or a
-/// name added to that list alone): `?`, `&` or `#`, then such a name, then `=`, read as the
-/// redaction of pairs in prose reads it ([`url::sensitive_pairs`]). The JSON names' finder
-/// cannot see it, so a body naming no sensitive JSON property passed with its link
-/// (`"https://maps.example/api?key=…"`) unread.
+/// Whether a URL or prose in `text` may carry a parameter that only the query list names
+/// (`key`, or a name added to that list alone): `?`, `&` or `#`, or a bare pair's start, then
+/// such a name, then `=`, read as the redaction of pairs in prose reads it
+/// ([`url::sensitive_pairs`]). The JSON names' finder cannot see it, so a body naming no
+/// sensitive JSON property passed with its link (`"https://maps.example/api?key=…"`) unread.
 ///
 /// Or a URL written percent-encoded (`?next=https%3A%2F%2F…`, or alone), whose own query may
 /// carry any sensitive parameter: read as a URL or as prose, it is decoded.
 ///
-/// Most bodies hold no `?`, `#` or `%`, which one pass finds first.
+/// Most bodies hold no `=` or `%`, which one pass finds first.
 pub(super) fn may_hold_query_parameter(text: &str, rules: &Rules) -> bool {
-    holds_any(text.as_bytes(), [b'?', b'#', b'%'])
+    holds_any(text.as_bytes(), [b'=', b'%'])
         && (url::sensitive_pairs(text, rules).next().is_some()
             || url::next_encoded_separator(text, 0).is_some())
 }
@@ -829,7 +829,7 @@ impl Sanitizer {
                     Cow::Borrowed(_) => joined,
                 }
             }
-            joined if url_kind.is_none() && holds_any(joined.as_bytes(), [b'?', b'#', b'@', b'%']) => {
+            joined if url_kind.is_none() && holds_any(joined.as_bytes(), [b'?', b'#', b'@', b'%', b'=']) => {
                 match url::redact_urls_in_text(&joined, &self.rules, &mut self.remember(), 0) {
                     Cow::Owned(sanitized) => Cow::Owned(sanitized),
                     Cow::Borrowed(_) => joined,

@@ -960,6 +960,54 @@ fn rule_5_markup_carried_as_a_json_string_is_redacted() {
     carried_in_turn_as_deep_as_4_mb_allow(|text| format!("<a>{text}</a>"));
 }
 
+/// A bare pair in prose, with nothing before its name but the text's start, whitespace, a
+/// quote, `,`, `;` or `(` (a log line's `user=ada password=…`, logfmt's quoted values), is read
+/// as a query's pair is (rule 2), wherever prose is read.
+#[test]
+fn rule_2_bare_pairs_in_prose_are_redacted() {
+    let s = sanitizer();
+    let logs = br#"{"log": "login failed user=ada password=bare-pair-1 ip=10.0.0.1", "line": "level=warn msg=\"denied\" token=\"bare pair 2\" at=now", "maps": "using key=bare-pair-3, then none"}"#;
+    let redacted = s.body(Some("application/json"), logs);
+    assert_eq!(
+        redacted,
+        r#"{"log": "login failed user=ada password=[REDACTED] ip=10.0.0.1", "line": "level=warn msg=\"denied\" token=\"[REDACTED]\" at=now", "maps": "using key=[REDACTED], then none"}"#
+    );
+    serde_json::from_str::<serde_json::Value>(&redacted).unwrap();
+    assert_eq!(
+        s.body(Some("text/plain"), b"user=ada\npassword=bare-pair-4\n"),
+        "user=ada\npassword=[REDACTED]\n"
+    );
+    assert_eq!(
+        s.text("request failed (api_key=bare-pair-5): denied"),
+        "request failed (api_key=[REDACTED]): denied"
+    );
+    assert_eq!(
+        s.header("X-Debug", &["session; token=bare-pair-6"]),
+        "session; token=[REDACTED]"
+    );
+    assert_eq!(
+        s.body(
+            Some("text/html"),
+            b"<p>Sign in with password=bare-pair-7 today</p>"
+        ),
+        "<p>Sign in with password=[REDACTED] today</p>"
+    );
+    // In a JSON body as written, after a line's end escaped.
+    assert_eq!(
+        s.body(Some("application/json"), br#"{"out": "ok\nsecret=bare-pair-8"}"#),
+        r#"{"out": "ok\nsecret=[REDACTED]"}"#
+    );
+    assert_known(
+        &s,
+        "bare-pair-1 bare-pair-3 bare-pair-4 bare-pair-5 bare-pair-6 bare-pair-7 bare-pair-8",
+    );
+    // A quoted value is remembered as written between its quotes.
+    assert_eq!(s.text("bare pair 2"), "[REDACTED]");
+    // Kept: names that are not the list's, or that something other than a space ends.
+    let kept = r#"{"a": "primary=5 mytoken=x f(x)=1 x == y", "b": "api-token=1 see:token=2"}"#;
+    assert_eq!(s.body(Some("application/json"), kept.as_bytes()), kept);
+}
+
 /// A form's pairs carried whole, in a JSON string (an API gateway's event or a request log
 /// holding a sign-in's form body), markup's text, a header or a value written percent-encoded,
 /// are redacted as a form body's are (rule 5), then read as prose.
@@ -1004,7 +1052,7 @@ fn rule_5_a_form_carried_whole_is_redacted() {
     // to be a field's.
     let long = "a".repeat(65);
     let kept = format!(
-        r#"{{"q": "a=1&b=2", "note": "x=1 is fine, token is", "b64": "dG9rZW4=", "long": "{long}=1&password=x"}}"#
+        r#"{{"q": "a=1&b=2", "note": "x=1 is fine, token is", "b64": "dG9rZW4=", "long": "{long}=1&b=2"}}"#
     );
     assert_eq!(s.body(Some("application/json"), kept.as_bytes()), kept);
     assert_eq!(s.header("Cache-Control", &["max-age=0"]), "max-age=0");
@@ -1140,6 +1188,11 @@ fn urls_in_prose_are_found_in_linear_time() {
         "x%3A%2F%2F%3Ftoken%3D ".repeat(50_000),
         "%3a%2F%2f".repeat(100_000),
         format!("{}%3A%2F%2F?token=x", "a".repeat(1_000_000)),
+        // Bare pairs without end, quoted values never closed, and long names before `=`.
+        " token=".repeat(150_000),
+        " token=\"".repeat(150_000),
+        format!("{}=", "a".repeat(100)).repeat(10_000),
+        "=".repeat(1_000_000),
     ];
     for input in inputs {
         let out = linear(move || sanitizer().text(&input).len());

@@ -361,10 +361,10 @@ fn encoded_urls_in_text<'t>(
     spliced.finish()
 }
 
-/// `text` with the value of each sensitive query pair written in it redacted (see
+/// `text` with the value of each sensitive pair written in it redacted (see
 /// [`sensitive_pairs`]): the value runs from the `=` up to the next `&`, `#` or `?`, or where
-/// prose ends a URL ([`ends_in_prose`]), without the punctuation that ends a sentence. A value
-/// already `[REDACTED]` stays.
+/// prose ends a URL ([`ends_in_prose`]), without the punctuation that ends a sentence; a value
+/// in quotes, to its closing quote. A value already `[REDACTED]` stays.
 pub(crate) fn redact_query_pairs_in_text<'t>(
     text: &'t str,
     rules: &Rules,
@@ -372,8 +372,26 @@ pub(crate) fn redact_query_pairs_in_text<'t>(
 ) -> Cow<'t, str> {
     let bytes = text.as_bytes();
     let mut spliced = Splice::new(text);
-    for equals in sensitive_pairs(text, rules) {
+    let mut pairs: Vec<usize> = sensitive_pairs(text, rules).collect();
+    pairs.sort_unstable();
+    pairs.dedup();
+    for equals in pairs {
+        // A value in quotes (logfmt's `password="two words"`) runs to its closing quote.
+        if let Some(&quote @ (b'"' | b'\'')) = bytes.get(equals + 1) {
+            let value_from = equals + 2;
+            let value_to =
+                memchr::memchr(quote, &bytes[value_from..]).map_or(bytes.len(), |p| value_from + p);
+            let value = &text[value_from..value_to];
+            if !value.is_empty() && value != REDACTED && value_from >= spliced.copied() {
+                found(value);
+                spliced.replace(value_from..value_to, REDACTED);
+            }
+            continue;
+        }
         let value_from = equals + 1;
+        if value_from < spliced.copied() {
+            continue;
+        }
         let value_to = skip_while(bytes, value_from, |b| !ends_pair(b));
         // Redacted already, by the URL's own reading (its brackets are not punctuation).
         if text[value_from..value_to].starts_with(REDACTED) {
@@ -393,41 +411,88 @@ pub(crate) fn redact_query_pairs_in_text<'t>(
 /// `&` as a JSON string may escape it (Go's encoder does, by default).
 const ESCAPED_AMPERSAND: &[u8] = b"\\u0026";
 
-/// Where the `=` of each sensitive query pair written in `text` stands: `?`, `&` or `#`, then a
-/// name of the query list (compared decoded too, as a URL's reader compares it), then `=`. Both
-/// the JSON body's prefilter and the redaction of pairs in prose read pairs this way, so a body
-/// the prefilter lets pass holds none the redaction would find.
+/// Where the `=` of each sensitive pair written in `text` stands: a query's (see
+/// [`query_pairs`]) or a bare one (see [`bare_pairs`]), in no particular order, a pair possibly
+/// twice. Both the JSON body's prefilter and the redaction of pairs in prose read pairs this
+/// way, so a body the prefilter lets pass holds none the redaction would find.
 pub(crate) fn sensitive_pairs<'t>(text: &'t str, rules: &'t Rules) -> impl Iterator<Item = usize> + 't {
+    query_pairs(text, rules).chain(bare_pairs(text, rules))
+}
+
+/// Whether `name` is a name of the query list, compared decoded too, as a URL's reader
+/// compares it.
+fn is_sensitive_pair_name(name: &str, rules: &Rules) -> bool {
+    rules.is_sensitive_query_parameter(name)
+        || (name.contains(['%', '+']) && rules.is_sensitive_query_parameter(&percent_decode(name, true)))
+}
+
+/// Where the `=` of each bare sensitive pair written in `text` stands: a name of the query list
+/// with nothing before it but the text's start, whitespace, a quote, `,`, `;` or `(` (a log
+/// line's `user=ada password=…`, logfmt's, or a form's pairs carried whole), then `=`. In a
+/// JSON body as written, a line's end escaped (`\n`) counts as whitespace, and an `&` escaped
+/// as `\u0026` (as Go's encoder writes it) as `&`. By `=`, which few texts hold, and a look
+/// back over the name.
+fn bare_pairs<'t>(text: &'t str, rules: &'t Rules) -> impl Iterator<Item = usize> + 't {
+    // Longer names are no field's: the look back stops there.
+    const LONGEST_NAME: usize = 64;
     let bytes = text.as_bytes();
     let mut at = 0;
     std::iter::from_fn(move || {
-        while let Some(offset) = bytes[at..]
-            .iter()
-            .position(|&b| matches!(b, b'?' | b'&' | b'#' | b'\\'))
-        {
-            let separator = at + offset;
-            // A JSON string's `&` escaped as Go's encoder writes it: the prefilter reads the
-            // body as written.
-            let name_from = match bytes[separator] {
-                b'\\' if bytes[separator..].starts_with(ESCAPED_AMPERSAND) => {
-                    separator + ESCAPED_AMPERSAND.len()
+        while let Some(offset) = memchr::memchr(b'=', &bytes[at..]) {
+            let equals = at + offset;
+            at = equals + 1;
+            let reach = equals.saturating_sub(LONGEST_NAME + 1);
+            let mut name_from = bytes[reach..equals]
+                .iter()
+                .rposition(|&b| !is_name_byte(b))
+                .map_or(reach, |p| reach + p + 1);
+            if name_from == equals || (name_from == reach && reach > 0) {
+                continue;
+            }
+            let bare = match name_from.checked_sub(1).map(|i| bytes[i]) {
+                None => true,
+                Some(b) if b.is_ascii_whitespace() || matches!(b, b'"' | b'\'' | b',' | b';' | b'(') => true,
+                // In a JSON body as written, a line's end or a tab escaped: its letter is not
+                // the name's. So for an `&` escaped as Go's encoder writes it, `\u0026`: the
+                // prefilter reads the body as written.
+                Some(b'\\') if matches!(bytes[name_from], b'n' | b'r' | b't') => {
+                    name_from += 1;
+                    name_from < equals
                 }
-                b'\\' => {
-                    at = separator + 1;
-                    continue;
+                Some(b'\\') if bytes[name_from..].starts_with(&ESCAPED_AMPERSAND[1..]) => {
+                    name_from += ESCAPED_AMPERSAND.len() - 1;
+                    name_from < equals
                 }
-                _ => separator + 1,
+                Some(_) => false,
             };
+            if bare && is_sensitive_pair_name(&text[name_from..equals], rules) {
+                return Some(equals);
+            }
+        }
+        None
+    })
+}
+
+/// Whether `b` may be in a bare pair's name: letters, digits, `_`, `-`, `.`, brackets, and a
+/// name's percent-encoding.
+fn is_name_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'[' | b']' | b'%' | b'+')
+}
+
+/// Where the `=` of each sensitive query pair written in `text` stands: `?`, `&` or `#`, then a
+/// name of the query list, then `=`.
+fn query_pairs<'t>(text: &'t str, rules: &'t Rules) -> impl Iterator<Item = usize> + 't {
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        while let Some(offset) = memchr::memchr3(b'?', b'&', b'#', &bytes[at..]) {
+            let name_from = at + offset + 1;
             let name_to = skip_while(bytes, name_from, |b| b != b'=' && !ends_pair(b));
             at = name_to;
             if bytes.get(name_to) != Some(&b'=') || name_to == name_from {
                 continue;
             }
-            let name = unescaped_amp(&text[name_from..name_to]);
-            if rules.is_sensitive_query_parameter(name)
-                || (name.contains(['%', '+'])
-                    && rules.is_sensitive_query_parameter(&percent_decode(name, true)))
-            {
+            if is_sensitive_pair_name(unescaped_amp(&text[name_from..name_to]), rules) {
                 return Some(name_to);
             }
         }
