@@ -819,8 +819,9 @@ impl Sanitizer {
             return joined.into_owned();
         }
         // Any other header's value is read as prose for URLs (rules 2 and 3): a callback's
-        // address, a proxy's forwarded URI, a warning's link. A URL with something to redact
-        // holds `?`, `#`, `@` or `%`; most values (a date, a type, a length) hold none.
+        // address, a proxy's forwarded URI, a warning's link, a debug header's bare pair. A URL
+        // or a pair with something to redact holds `?`, `#`, `@`, `%` or `=`; most values (a
+        // date, a type, a length) hold none.
         let joined = match joined {
             // A form's pairs (`X-Original-Body: grant_type=password&password=…`) as a form.
             joined if url_kind.is_none() && may_be_form(joined.as_bytes()) => {
