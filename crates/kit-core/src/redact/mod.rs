@@ -80,12 +80,17 @@ pub struct Rules {
 }
 
 /// Lower-cased names, with the set of their lengths: most names looked up (every member of
-/// every JSON body) have a length no sensitive name has, and are answered without comparing.
-#[derive(Debug, Clone, Default)]
+/// every JSON body) have a length no sensitive name has, and are answered without comparing;
+/// the others are compared with the names of their length only.
+#[derive(Debug, Clone)]
 struct Names {
+    /// Shortest first.
     names: Vec<String>,
     /// Bit `n` set: some name is `n` bytes long (bit 63: some name is 63 bytes or longer).
     lengths: u64,
+    /// Where the names of each length begin in `names` (those of 64 bytes or more together at
+    /// 64), and where they end, at 65.
+    of_length: [u16; 66],
     /// Finds any of the names anywhere in a text, case aside. `None` when there are no names,
     /// when they are not looked for in texts (only the JSON names are: every body is checked),
     /// or when no finder could be built; then any text may hold one.
@@ -116,9 +121,14 @@ impl NameFinder {
     fn new(names: &[String]) -> Option<Self> {
         let longest = names.iter().map(String::len).max().unwrap_or(0);
         let folded = if longest <= FOLD_CHUNK / 2 {
+            // Kebab twins fold to their snake twins: each folded name once.
+            let mut folded_names: Vec<Vec<u8>> =
+                names.iter().map(|n| n.bytes().map(fold).collect()).collect();
+            folded_names.sort_unstable();
+            folded_names.dedup();
             packed::Config::new()
                 .builder()
-                .extend(names)
+                .extend(folded_names)
                 .build()
                 .map(|searcher| NameFinder::Folded {
                     searcher,
@@ -146,7 +156,7 @@ impl NameFinder {
                 loop {
                     let end = (start + FOLD_CHUNK).min(text.len());
                     folded.clear();
-                    folded.extend(text[start..end].iter().map(u8::to_ascii_lowercase));
+                    folded.extend(text[start..end].iter().map(|&b| fold(b)));
                     if searcher.find(&folded).is_some() {
                         return true;
                     }
@@ -162,9 +172,17 @@ impl NameFinder {
     }
 }
 
+/// A byte as [`NameFinder::Folded`] searches it: lower case, and `-` as `_`, so that the
+/// kebab case of a name (`x-api-key`) is found as its snake case.
+#[inline]
+fn fold(b: u8) -> u8 {
+    if b == b'-' { b'_' } else { b.to_ascii_lowercase() }
+}
+
 /// A configured name and the names it stands for, lower-cased: itself, and the same words
-/// written in the other common case (`access_token` is also `accessToken` and `AccessToken`,
-/// compared without case as `accesstoken`; `connectionString` is also `connection_string`).
+/// written in the other common cases (`access_token` is also `accessToken` and `AccessToken`,
+/// compared without case as `accesstoken`, and `access-token`; `connectionString` is also
+/// `connection_string` and `connection-string`).
 /// The spec's lists pair `apiKey` with `api_key` and `clientSecret` with `client_secret`, but
 /// not `accessToken` with `access_token`: APIs that write JSON in camel case would otherwise
 /// have their tokens recorded.
@@ -180,9 +198,27 @@ fn twins(name: &str) -> impl Iterator<Item = String> {
         after_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
         snake.push(c.to_ascii_lowercase());
     }
+    // The words joined by `-`, as headers and some JSON write them (`x-api-key`).
+    let kebab = snake.replace('_', "-");
     let joined = (!joined.is_empty() && joined != lower).then_some(joined);
+    let kebab = (kebab != lower && kebab != snake).then_some(kebab);
     let snake = (snake != lower).then_some(snake);
-    std::iter::once(lower).chain(joined).chain(snake)
+    std::iter::once(lower).chain(joined).chain(snake).chain(kebab)
+}
+
+/// Whether a word of a name begins at byte `at` (not the first): after `_`, `-`, `.`, `[` or a
+/// space, or at a capital after a small letter or a digit (`sessionToken`'s `Token`).
+fn word_starts_at(bytes: &[u8], at: usize) -> bool {
+    let (before, here) = (bytes[at - 1], bytes[at]);
+    (matches!(before, b'_' | b'-' | b'.' | b'[' | b' ') && here.is_ascii_alphanumeric())
+        || (here.is_ascii_uppercase() && (before.is_ascii_lowercase() || before.is_ascii_digit()))
+}
+
+/// No names.
+impl Default for Names {
+    fn default() -> Self {
+        Self::of(std::iter::empty())
+    }
 }
 
 /// Made from the names, so equal whenever they are.
@@ -209,11 +245,19 @@ impl Names {
     fn of(lower: impl Iterator<Item = String>) -> Self {
         // Each name once, in the order given: a name and its twins often coincide.
         let mut seen = FxHashSet::default();
-        let names: Vec<String> = lower.filter(|name| seen.insert(name.clone())).collect();
+        let mut names: Vec<String> = lower.filter(|name| seen.insert(name.clone())).collect();
+        names.sort_by_key(|name| name.len().min(64));
         let lengths = names.iter().fold(0, |bits, n| bits | Self::bit(n.len()));
+        let mut of_length = [0u16; 66];
+        for (length, first) in of_length.iter_mut().enumerate() {
+            // Lists of more names than a u16 counts are cut short there: no list is that long.
+            let before = names.partition_point(|name| name.len().min(64) < length);
+            *first = u16::try_from(before).unwrap_or(u16::MAX);
+        }
         Names {
             names,
             lengths,
+            of_length,
             finder: None,
         }
     }
@@ -240,8 +284,52 @@ impl Names {
         1 << len.min(63)
     }
 
+    #[inline]
     fn contains(&self, name: &str) -> bool {
-        self.lengths & Self::bit(name.len()) != 0 && self.names.iter().any(|s| s.eq_ignore_ascii_case(name))
+        let length = name.len().min(64);
+        self.lengths & Self::bit(length) != 0
+            && self
+                .names
+                .get(usize::from(self.of_length[length])..usize::from(self.of_length[length + 1]))
+                .is_some_and(|same_length| same_length.iter().any(|s| s.eq_ignore_ascii_case(name)))
+    }
+
+    /// Whether `name`, or its last words, is one of the names: `newPassword`, `db_password`,
+    /// `webhookSecret`, `x-goog-api-key` and `oauth_refresh_token` name a password, a secret,
+    /// an API key and a token as `password`, `secret`, `api_key` and `refresh_token` do. The
+    /// last words say what a value is; earlier ones where it belongs (`token_type` is no token).
+    #[inline]
+    fn contains_as_last_words(&self, name: &str) -> bool {
+        // A word begins only after a byte below `a` (`_`, `-`, `.`, `[`, a space) or at a
+        // capital, also below `a`: most names are small letters alone, one word, and the
+        // scanner looks up every member name of a body it reads.
+        self.contains(name) || (name.bytes().any(|b| b < b'a') && self.contains_last_words(name))
+    }
+
+    /// [`contains_as_last_words`](Self::contains_as_last_words) for the words after the first.
+    #[inline(never)]
+    fn contains_last_words(&self, name: &str) -> bool {
+        // `user[password]`: the bracket closing the last word is not the word's.
+        let (words, in_brackets) = match name.strip_suffix(']') {
+            Some(inner) => (inner, true),
+            None => (name, false),
+        };
+        let bytes = words.as_bytes();
+        // Only the lengths some name has are tried.
+        let shorter = (1u64 << bytes.len().min(63)) - 1;
+        let mut lengths = self.lengths & shorter & !1;
+        while lengths != 0 {
+            let length = lengths.trailing_zeros() as usize;
+            lengths &= lengths - 1;
+            let at = bytes.len() - length;
+            if word_starts_at(bytes, at)
+                && (!in_brackets || bytes[at - 1] == b'[')
+                && self.contains(&words[at..])
+            {
+                return true;
+            }
+        }
+        false
     }
 }
 
@@ -261,13 +349,15 @@ impl Rules {
     }
 
     /// Whether a query parameter is sensitive: its name, or a part of a name in bracket or dot
-    /// notation (`auth[token]`, `auth.token`), is in the query parameters' list.
+    /// notation (`auth[token]`, `auth.token`), is in the query parameters' list, or ends with
+    /// words that are (`page_token`, `mapKey`).
     pub fn is_sensitive_query_parameter(&self, name: &str) -> bool {
-        any_part_of(name, |part| self.query.contains(part))
+        any_part_of(name, |part| self.query.contains_as_last_words(part))
     }
 
     /// Whether a form field or multipart part (a field of an HTML form too) is sensitive: its
-    /// name, or a part of a name in bracket or dot notation, is in the JSON properties' list.
+    /// name, or a part of a name in bracket or dot notation, is in the JSON properties' list,
+    /// or ends with words that are (`new_password`, `signingSecret`).
     /// Rails, PHP and qs nest fields by brackets (`user[password]`, `tokens[0][access_token]`,
     /// `password[]`), Spring and ASP.NET by dots (`user.password`, `tokens[0].access_token`),
     /// and a part sensitive anywhere makes the field so, as a JSON member under or holding a
@@ -280,18 +370,23 @@ impl Rules {
     /// assert!(rules.is_sensitive_field("user[password]"));
     /// assert!(rules.is_sensitive_field("user.password"));
     /// assert!(rules.is_sensitive_field("Password"));
+    /// assert!(rules.is_sensitive_field("new_password"));
     /// assert!(!rules.is_sensitive_field("user[name]"));
-    /// // A JSON key or an XML name is taken whole.
-    /// assert!(!rules.is_sensitive_json_property("user[password]"));
+    /// // A JSON key or an XML name is read by its last words, not by any part.
+    /// assert!(rules.is_sensitive_json_property("spring.datasource.password"));
+    /// assert!(!rules.is_sensitive_json_property("password.policy"));
     /// ```
     pub fn is_sensitive_field(&self, name: &str) -> bool {
-        any_part_of(name, |part| self.json.contains(part))
+        any_part_of(name, |part| self.json.contains_as_last_words(part))
     }
 
-    /// Whether a JSON property (or an XML element or attribute) is sensitive, by its whole name.
-    /// Form fields and multipart parts: [`is_sensitive_field`](Self::is_sensitive_field).
+    /// Whether a JSON property (or an XML element or attribute) is sensitive: its name is in the
+    /// list, or ends with words that are (`newPassword`, `db_password`, `x-goog-api-key`; a word
+    /// begins after `_`, `-`, `.`, `[` or a space, or at a capital after a small letter or a
+    /// digit). Form fields and multipart parts:
+    /// [`is_sensitive_field`](Self::is_sensitive_field).
     pub fn is_sensitive_json_property(&self, name: &str) -> bool {
-        self.json.contains(name)
+        self.json.contains_as_last_words(name)
     }
 }
 

@@ -390,13 +390,58 @@ fn rules_2_and_5_names_in_bracket_notation_are_sensitive_by_any_part() {
         "bracket-form-secret array-secret-1 deep-bracket-secret encoded-bracket-secret bearer-type-1 \
              bracket-query-secret frag-bracket-secret bracket-part-secret bracket-input-secret",
     );
-    // XML names and JSON keys are taken whole: brackets nest nothing there.
+    // XML names and JSON keys are read by their last words: brackets nest nothing there, but
+    // the last word in them names the value.
     assert_eq!(
         s.body(
             Some("application/json"),
-            br#"{"user[password]": "kept-json-value"}"#
+            br#"{"user[password]": "bracket-json-value", "password[policy]": "kept"}"#
         ),
-        r#"{"user[password]": "kept-json-value"}"#
+        r#"{"user[password]": "[REDACTED]", "password[policy]": "kept"}"#
+    );
+}
+
+/// A name whose last words are a listed name names the same kind of value: a password
+/// change's `newPassword`, a configuration's `db_password`, a webhook's `signingSecret`, a
+/// session's `sessionToken`, Google's `x-goog-api-key`. Earlier words say where the value
+/// belongs, so `token_type` and `password_policy` are kept.
+#[test]
+fn rules_2_4_and_5_names_are_read_by_their_last_words() {
+    let s = sanitizer();
+    let body = br#"{"currentPassword": "last-words-1", "newPassword": "last-words-2", "db_password": "last-words-3", "signingSecret": "last-words-4", "webhook_secret": "last-words-5", "sessionToken": "last-words-6", "x-goog-api-key": "last-words-7", "oauth_refresh_token": "last-words-8", "token_type": "bearer", "tokenType": "bearer", "password_policy": "strong", "tokens": 3, "api_keys": 2, "secretary": "ada"}"#;
+    let redacted = s.body(Some("application/json"), body);
+    assert_eq!(
+        redacted,
+        r#"{"currentPassword": "[REDACTED]", "newPassword": "[REDACTED]", "db_password": "[REDACTED]", "signingSecret": "[REDACTED]", "webhook_secret": "[REDACTED]", "sessionToken": "[REDACTED]", "x-goog-api-key": "[REDACTED]", "oauth_refresh_token": "[REDACTED]", "token_type": "bearer", "tokenType": "bearer", "password_policy": "strong", "tokens": 3, "api_keys": 2, "secretary": "ada"}"#
+    );
+    assert_eq!(
+        s.body(
+            Some("application/x-www-form-urlencoded"),
+            b"user=ada&new_password=last-words-9&password_confirmation=last-words-9"
+        ),
+        "user=ada&new_password=[REDACTED]&password_confirmation=[REDACTED]"
+    );
+    assert_eq!(
+        s.url("https://maps.example/api?map_key=last-words-10&page_token=last-words-11&x=1"),
+        "https://maps.example/api?map_key=[REDACTED]&page_token=[REDACTED]&x=1"
+    );
+    assert_eq!(
+        s.body(
+            Some("application/xml"),
+            b"<Login><AdminPassword>last-words-12</AdminPassword></Login>"
+        ),
+        "<Login><AdminPassword>[REDACTED]</AdminPassword></Login>"
+    );
+    // A body whose only sensitive name is written in kebab case is read: the prefilter finds
+    // `x-api-key` as `x_api_key`.
+    assert_eq!(
+        s.body(Some("application/json"), br#"{"x-api-key": "last-words-13"}"#),
+        r#"{"x-api-key": "[REDACTED]"}"#
+    );
+    assert_known(
+        &s,
+        "last-words-1 last-words-2 last-words-3 last-words-4 last-words-5 last-words-6 last-words-7 \
+         last-words-8 last-words-9 last-words-10 last-words-11 last-words-12 last-words-13",
     );
 }
 
@@ -409,9 +454,9 @@ fn rules_2_4_and_5_names_stand_for_their_twins_in_the_other_case() {
     assert_eq!(
         s.body(
             Some("application/json"),
-            br#"{"accessToken": "camel-access-token", "RefreshToken": "pascal-refresh-token", "idToken": "camel-id-token", "connection_string": "snake-connection-string", "ACCESSTOKEN": "upper-access-token", "accessTokens": "kept-plural", "access-token": "kept-kebab", "tokenType": "Bearer"}"#
+            br#"{"accessToken": "camel-access-token", "RefreshToken": "pascal-refresh-token", "idToken": "camel-id-token", "connection_string": "snake-connection-string", "ACCESSTOKEN": "upper-access-token", "accessTokens": "kept-plural", "access-token": "kebab-access-token", "tokenType": "Bearer"}"#
         ),
-        r#"{"accessToken": "[REDACTED]", "RefreshToken": "[REDACTED]", "idToken": "[REDACTED]", "connection_string": "[REDACTED]", "ACCESSTOKEN": "[REDACTED]", "accessTokens": "kept-plural", "access-token": "kept-kebab", "tokenType": "Bearer"}"#
+        r#"{"accessToken": "[REDACTED]", "RefreshToken": "[REDACTED]", "idToken": "[REDACTED]", "connection_string": "[REDACTED]", "ACCESSTOKEN": "[REDACTED]", "accessTokens": "kept-plural", "access-token": "[REDACTED]", "tokenType": "Bearer"}"#
     );
     assert_eq!(
         s.url("https://h/cb?accessToken=camel-query-token&clientSecret=x&page=2"),
@@ -473,13 +518,14 @@ fn rules_2_and_5_names_in_dot_notation_are_sensitive_by_any_part() {
         &s,
         "dotted-form-secret mixed-dot-secret dotted-query-secret dotted-part-secret dotted-input-secret",
     );
-    // JSON keys are taken whole: a dot is part of the name there.
+    // A JSON key is read by its last words (a flattened configuration's
+    // `spring.datasource.password`), not by any part: `password.policy` is no password.
     assert_eq!(
         s.body(
             Some("application/json"),
-            br#"{"user.password": "kept-json-value"}"#
+            br#"{"spring.datasource.password": "dotted-json-value", "password.policy": "kept"}"#
         ),
-        r#"{"user.password": "kept-json-value"}"#
+        r#"{"spring.datasource.password": "[REDACTED]", "password.policy": "kept"}"#
     );
 }
 
@@ -1004,7 +1050,7 @@ fn rule_2_bare_pairs_in_prose_are_redacted() {
     // A quoted value is remembered as written between its quotes.
     assert_eq!(s.text("bare pair 2"), "[REDACTED]");
     // Kept: names that are not the list's, or that something other than a space ends.
-    let kept = r#"{"a": "primary=5 mytoken=x f(x)=1 x == y", "b": "api-token=1 see:token=2"}"#;
+    let kept = r#"{"a": "primary=5 mytoken=x f(x)=1 x == y", "b": "tokens=1 see:token=2"}"#;
     assert_eq!(s.body(Some("application/json"), kept.as_bytes()), kept);
 }
 
