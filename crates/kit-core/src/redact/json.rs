@@ -63,24 +63,40 @@ struct Scanner<'a> {
     /// string may hold a relative URL's, a bare query's or a log line's sensitive pair, or an
     /// encoded URL.
     pairs_in_prose: bool,
-    /// Where the first `=` at or after the last string looked into stands (the text's length
-    /// if there is none): found a stretch at a time, so that looking into every string for a
-    /// form's pairs costs one pass over the text in all, and a string without `=` a compare.
-    next_equals: usize,
+    /// Whether the text names a sensitive header anywhere, so that a string may hold a header
+    /// line (`curl -H 'Authorization: …'`): looked for once a string holding `:` asks.
+    headers_in_prose: Option<bool>,
+    /// Where the next `=` stands, for a form's pairs in a string.
+    next_equals: NextByte,
+    /// Where the next `:` stands, for a header line in a string.
+    next_colon: NextByte,
+}
+
+/// Where the first of one byte at or after the last string looked into stands (the text's
+/// length if there is none): found a stretch at a time, so that looking into every string for
+/// it costs one pass over the text in all, and a string without it a compare.
+struct NextByte {
+    byte: u8,
+    at: usize,
+}
+
+impl NextByte {
+    fn new(byte: u8) -> Self {
+        NextByte { byte, at: 0 }
+    }
+
+    /// Whether `bytes[from..to]`, a string's content, holds the byte. Called with strings in
+    /// the order they stand.
+    #[inline]
+    fn within(&mut self, bytes: &[u8], from: usize, to: usize) -> bool {
+        if self.at < from {
+            self.at = memchr::memchr(self.byte, &bytes[from..]).map_or(bytes.len(), |at| from + at);
+        }
+        self.at < to
+    }
 }
 
 impl<'a> Scanner<'a> {
-    /// Whether the string whose content is `from..to` holds a `=`. Called with strings in the
-    /// order they stand.
-    #[inline]
-    fn holds_equals(&mut self, from: usize, to: usize) -> bool {
-        if self.next_equals < from {
-            self.next_equals =
-                memchr::memchr(b'=', &self.bytes[from..]).map_or(self.bytes.len(), |at| from + at);
-        }
-        self.next_equals < to
-    }
-
     /// The document's top-level value has ended: only whitespace may follow it.
     fn end(mut self) -> Result<Cow<'a, str>, NotJson> {
         self.skip_ws();
@@ -423,7 +439,9 @@ pub(crate) fn redact_json<'t>(
         urls_in_prose: text.contains("://") || text.contains(":\\/\\/"),
         // Known already where the prefilter looked.
         pairs_in_prose: pairs.unwrap_or_else(|| pairs_in_prose(text, rules)),
-        next_equals: 0,
+        next_equals: NextByte::new(b'='),
+        next_colon: NextByte::new(b':'),
+        headers_in_prose: None,
     };
     let mut stack: Vec<Frame> = Vec::new();
     // Set when the next value is a sensitive member's.
@@ -493,14 +511,18 @@ pub(crate) fn redact_json<'t>(
                         s.sanitize_markup(from, to, rules, found);
                     } else if s.redacting == 0
                         && s.depth < super::url::NESTING
-                        && s.holds_equals(from, to)
+                        && s.next_equals.within(s.bytes, from, to)
                         && super::may_be_form(&s.bytes[from..to])
                     {
                         s.sanitize_form(from, to, rules, found);
                     } else if s.redacting == 0
                         && ((s.urls_in_prose && holds_url(&s.bytes[from..to]))
                             || (s.pairs_in_prose
-                                && s.bytes[from..to].iter().any(|&b| matches!(b, b'=' | b'%'))))
+                                && s.bytes[from..to].iter().any(|&b| matches!(b, b'=' | b'%')))
+                            || (s.next_colon.within(s.bytes, from, to)
+                                && *s
+                                    .headers_in_prose
+                                    .get_or_insert_with(|| rules.may_name_a_header(text))))
                     {
                         s.sanitize_prose(from, to, rules, found);
                     }

@@ -264,6 +264,16 @@ impl Names {
 
     /// [`with_twins`](Self::with_twins), with the finder [`may_occur_in`](Self::may_occur_in)
     /// uses.
+    /// [`new`](Self::new), with the finder [`may_occur_in`](Self::may_occur_in) uses: header
+    /// names, looked for in prose.
+    fn findable(list: &[String]) -> Self {
+        let mut names = Self::new(list);
+        if !names.names.is_empty() {
+            names.finder = NameFinder::new(&names.names).map(Arc::new);
+        }
+        names
+    }
+
     fn searchable(list: &[String]) -> Self {
         let mut names = Self::with_twins(list);
         if !names.names.is_empty() {
@@ -337,7 +347,7 @@ impl Rules {
     /// Rules from the three lists.
     pub fn new(headers: &[String], query: &[String], json: &[String]) -> Self {
         Rules {
-            headers: Names::new(headers),
+            headers: Names::findable(headers),
             query: Names::with_twins(query),
             json: Names::searchable(json),
         }
@@ -346,6 +356,11 @@ impl Rules {
     /// Whether a header is sensitive.
     pub fn is_sensitive_header(&self, name: &str) -> bool {
         self.headers.contains(name)
+    }
+
+    /// Whether `text` may name a sensitive header: false only when it names none, in any case.
+    pub(crate) fn may_name_a_header(&self, text: &str) -> bool {
+        self.headers.may_occur_in(text)
     }
 
     /// Whether a query parameter is sensitive: its name, or a part of a name in bracket or dot
@@ -588,6 +603,91 @@ pub(super) fn carried_form<'t>(
         Cow::Borrowed(_) if form == text => Cow::Borrowed(text),
         Cow::Borrowed(_) => Cow::Owned(form),
     }
+}
+
+/// Calls `found` with what a sensitive header's value holds that may be echoed elsewhere: the
+/// value, the credential after a scheme word (`Bearer <token>`, `Basic <base64>`), and each
+/// cookie's value (`a=1; b=2` in `Cookie`, the first pair of `Set-Cookie`).
+pub(super) fn header_value_secrets(name: &str, value: &str, found: &mut dyn FnMut(&str)) {
+    found(value);
+    let cookie = name.eq_ignore_ascii_case("cookie");
+    if cookie || name.eq_ignore_ascii_case("set-cookie") {
+        for pair in value.split(';').take(if cookie { usize::MAX } else { 1 }) {
+            if let Some((_, v)) = pair.split_once('=') {
+                found(v.trim());
+            }
+        }
+    } else if let Some((scheme, credential)) = value.split_once(' ')
+        && !scheme.is_empty()
+        && scheme.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+    {
+        found(credential);
+    }
+}
+
+/// `text` with the value of each sensitive header written in it as a header line
+/// (`Authorization: Bearer …` in a request dumped as text, a `curl -H '…'` in a JSON string,
+/// a failure message) redacted whole, as the header's own value is (rule 1). The name stands
+/// at the text's start or after a byte no header name holds; the value runs from after `:`
+/// and spaces to the line's end, or to the quote that opened before the name. Borrows when
+/// there is nothing to change, as for a text that names no sensitive header.
+pub(super) fn header_lines_in_text<'t>(
+    text: &'t str,
+    rules: &Rules,
+    found: &mut dyn FnMut(&str),
+) -> Cow<'t, str> {
+    // A header line holds a `:`; few texts do, and the names' search is longer than the look.
+    if memchr::memchr(b':', text.as_bytes()).is_none() || !rules.may_name_a_header(text) {
+        return Cow::Borrowed(text);
+    }
+    let is_name_byte = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_');
+    let bytes = text.as_bytes();
+    let mut spliced = Splice::new(text);
+    let mut at = 0;
+    while let Some(offset) = memchr::memchr(b':', &bytes[at..]) {
+        let colon = at + offset;
+        at = colon + 1;
+        let name_from = bytes[..colon]
+            .iter()
+            .rposition(|&b| !is_name_byte(b))
+            .map_or(0, |p| p + 1);
+        if name_from == colon
+            || name_from < spliced.copied()
+            || !rules.is_sensitive_header(&text[name_from..colon])
+        {
+            continue;
+        }
+        let quote = name_from
+            .checked_sub(1)
+            .map(|i| bytes[i])
+            .filter(|b| matches!(b, b'\'' | b'"'));
+        let value_from = skip_while(bytes, colon + 1, |b| b == b' ' || b == b'\t');
+        let value_to = skip_while(bytes, value_from, |b| {
+            b != b'\r' && b != b'\n' && Some(b) != quote
+        });
+        let value = text[value_from..value_to].trim_end();
+        if value.is_empty() || value == REDACTED {
+            continue;
+        }
+        let name = &text[name_from..colon];
+        if name.eq_ignore_ascii_case("cookie") || name.eq_ignore_ascii_case("set-cookie") {
+            header_value_secrets(name, value, found);
+        } else {
+            // In prose the value may run on into the sentence's words, which must not become
+            // secrets: the value's first word is, or a scheme's credential after it.
+            found(value);
+            let mut words = value.split_ascii_whitespace();
+            if let Some(first) = words.next() {
+                match words.next() {
+                    Some(credential) if first.bytes().all(|b| b.is_ascii_alphabetic()) => found(credential),
+                    _ => found(first),
+                }
+            }
+        }
+        spliced.replace(value_from..value_from + value.len(), REDACTED);
+        at = value_to;
+    }
+    spliced.finish()
 }
 
 /// Whether `bytes` begin, after ASCII whitespace, as a JSON object or array does. Byte by byte:
@@ -940,26 +1040,9 @@ impl Sanitizer {
     }
 
     fn remember_header_value(&self, name: &str, value: &str) {
-        self.secrets.remember(value);
-        let lower = name.to_ascii_lowercase();
-        if lower == "cookie" || lower == "set-cookie" {
-            // `a=1; b=2` (Cookie) or `a=1; Path=/` (Set-Cookie): each cookie's value.
-            let pairs: Vec<&str> = if lower == "cookie" {
-                value.split(';').collect()
-            } else {
-                value.split(';').take(1).collect()
-            };
-            for pair in pairs {
-                if let Some((_, v)) = pair.split_once('=') {
-                    self.secrets.remember(v.trim());
-                }
-            }
-        } else if let Some((scheme, credential)) = value.split_once(' ') {
-            // `Bearer <token>`, `Basic <base64>`: the credential alone may be echoed.
-            if !scheme.is_empty() && scheme.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
-                self.secrets.remember(credential);
-            }
-        }
+        header_value_secrets(name, value, &mut |secret| {
+            self.secrets.remember(secret);
+        });
     }
 
     /// A header value its sender marked sensitive (`http::HeaderValue::set_sensitive`), under

@@ -1006,6 +1006,50 @@ fn rule_5_markup_carried_as_a_json_string_is_redacted() {
     carried_in_turn_as_deep_as_4_mb_allow(|text| format!("<a>{text}</a>"));
 }
 
+/// A sensitive header written as a header line in prose (a request dumped as text, a
+/// `curl -H '…'` in a JSON string, a failure message, markup's text) has its value redacted
+/// whole, as the header's own is (rule 1), to the line's end or the quote that opened before
+/// its name; the value's credential and cookies become known secrets.
+#[test]
+fn rule_1_header_lines_in_prose_are_redacted() {
+    let s = sanitizer();
+    assert_eq!(
+        s.body(
+            Some("text/plain"),
+            b"GET /x HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer header-line-1\r\nCookie: session=header-line-2; theme=dark\r\nx-api-key:header-line-3\r\n\r\n"
+        ),
+        "GET /x HTTP/1.1\r\nHost: a\r\nAuthorization: [REDACTED]\r\nCookie: [REDACTED]\r\nx-api-key:[REDACTED]\r\n\r\n"
+    );
+    let json = br#"{"example": "curl -H 'Authorization: Basic header-line-4' https://api.example/x", "msg": "header X-Api-Key: header-line-5 rejected"}"#;
+    let redacted = s.body(Some("application/json"), json);
+    assert_eq!(
+        redacted,
+        r#"{"example": "curl -H 'Authorization: [REDACTED]' https://api.example/x", "msg": "header X-Api-Key: [REDACTED]"}"#
+    );
+    serde_json::from_str::<serde_json::Value>(&redacted).unwrap();
+    assert_eq!(
+        s.body(
+            Some("text/html"),
+            b"<pre>Proxy-Authorization: Basic header-line-6</pre>"
+        ),
+        "<pre>Proxy-Authorization: [REDACTED]</pre>"
+    );
+    assert_eq!(
+        s.text("sent\nSet-Cookie: sid=header-line-7; Path=/\nand failed"),
+        "sent\nSet-Cookie: [REDACTED]\nand failed"
+    );
+    assert_known(
+        &s,
+        "header-line-1 header-line-2 header-line-3 header-line-4 header-line-5 header-line-6 header-line-7",
+    );
+    // The words of the sentence a value ran on into are not secrets.
+    assert_eq!(s.text("rejected"), "rejected");
+    // Kept: names that are not the list's, a sensitive name glued to another, and a JSON key
+    // (read by rule 4, not as a header line).
+    let kept = r#"{"a": "Host: x, X-Authorization-Hint: y, MyCookie: z", "authorization_hint": "none"}"#;
+    assert_eq!(s.body(Some("application/json"), kept.as_bytes()), kept);
+}
+
 /// A bare pair in prose, with nothing before its name but the text's start, whitespace, a
 /// quote, `,`, `;` or `(` (a log line's `user=ada password=…`, logfmt's quoted values), is read
 /// as a query's pair is (rule 2), wherever prose is read.
@@ -1237,6 +1281,11 @@ fn urls_in_prose_are_found_in_linear_time() {
         // Bare pairs without end, quoted values never closed, and long names before `=`.
         " token=".repeat(150_000),
         " token=\"".repeat(150_000),
+        // Header lines without end, in quotes never closed, and names without `:`'s value.
+        "Authorization:".repeat(100_000),
+        "'Authorization: x ".repeat(100_000),
+        format!("{}:", "a".repeat(1_000_000)),
+        ":".repeat(1_000_000),
         format!("{}=", "a".repeat(100)).repeat(10_000),
         "=".repeat(1_000_000),
     ];

@@ -301,9 +301,13 @@ pub(crate) fn redact_urls_in_text<'t>(
         Cow::Borrowed(text) => redact_query_pairs_in_text(text, rules, found),
         Cow::Owned(urls) => Cow::Owned(redact_query_pairs_in_text(&urls, rules, found).into_owned()),
     };
-    match pairs {
+    let encoded = match pairs {
         Cow::Borrowed(text) => encoded_urls_in_text(text, rules, found, depth),
         Cow::Owned(pairs) => Cow::Owned(encoded_urls_in_text(&pairs, rules, found, depth).into_owned()),
+    };
+    match encoded {
+        Cow::Borrowed(text) => super::header_lines_in_text(text, rules, found),
+        Cow::Owned(encoded) => Cow::Owned(super::header_lines_in_text(&encoded, rules, found).into_owned()),
     }
 }
 
