@@ -164,6 +164,14 @@ impl<'a> Scanner<'a> {
     #[inline(never)]
     fn sanitize_url(&mut self, from: usize, to: usize, rules: &Rules, found: &mut dyn FnMut(&str)) {
         let url = unescape(&self.text[from..to]);
+        // A URL ends at a space: a string that goes on after one (`"https://… failed:
+        // token=…"`) is prose that begins with a URL, and its words are read as prose's.
+        if url.bytes().any(|b| b.is_ascii_whitespace()) {
+            if let Cow::Owned(sanitized) = super::url::redact_urls_in_text(&url, rules, found, self.depth) {
+                self.rewrite_string(from, to, &sanitized);
+            }
+            return;
+        }
         let sanitized = super::url::sanitize_url_naming(&url, rules, &[], true, found, self.depth);
         if sanitized != *url {
             self.rewrite_string(from, to, &sanitized);

@@ -1082,6 +1082,15 @@ fn rule_2_bare_pairs_in_prose_are_redacted() {
         ),
         "<p>Sign in with password=[REDACTED] today</p>"
     );
+    // After a URL that opens the string: a URL ends at a space, and the words after it are
+    // prose.
+    assert_eq!(
+        s.body(
+            Some("application/json"),
+            br#"{"e": "https://h.example/v1?x=1 failed: token=bare-pair-9 password=\"bare pair 10\""}"#
+        ),
+        r#"{"e": "https://h.example/v1?x=1 failed: token=[REDACTED] password=\"[REDACTED]\""}"#
+    );
     // In a JSON body as written, after a line's end escaped.
     assert_eq!(
         s.body(Some("application/json"), br#"{"out": "ok\nsecret=bare-pair-8"}"#),
@@ -1089,7 +1098,7 @@ fn rule_2_bare_pairs_in_prose_are_redacted() {
     );
     assert_known(
         &s,
-        "bare-pair-1 bare-pair-3 bare-pair-4 bare-pair-5 bare-pair-6 bare-pair-7 bare-pair-8",
+        "bare-pair-1 bare-pair-3 bare-pair-4 bare-pair-5 bare-pair-6 bare-pair-7 bare-pair-8 bare-pair-9",
     );
     // A quoted value is remembered as written between its quotes.
     assert_eq!(s.text("bare pair 2"), "[REDACTED]");
