@@ -93,19 +93,20 @@ fn text_with_urls<'c>(
         super::json_body(content, rules, found, depth + 1)
     } else if !holds_any(content.as_bytes(), [b':', b'?', b'#', b'%', b'=']) {
         Cow::Borrowed(content)
-    } else if may_be_form(content.trim_ascii().as_bytes()) {
-        // Markup's `&amp;` before a pair's name is read as the form's `&` where it stands. The
-        // text's own spaces around it are not the first name's or the last value's.
-        let form = content.trim_ascii();
+    } else {
+        // The text's own spaces around a form are not its first name's or last value's.
+        let start = content.len() - content.trim_ascii_start().len();
+        let form = content[start..].trim_ascii_end();
+        if !may_be_form(form.as_bytes()) {
+            return redact_urls_in_text(content, rules, found, depth);
+        }
+        // Markup's `&amp;` before a pair's name is read as the form's `&` where it stands.
         match carried_form(form, rules, found, depth) {
             Cow::Borrowed(_) => Cow::Borrowed(content),
             Cow::Owned(redacted) => {
-                let start = content.len() - content.trim_ascii_start().len();
                 Cow::Owned([&content[..start], &redacted, &content[start + form.len()..]].concat())
             }
         }
-    } else {
-        redact_urls_in_text(content, rules, found, depth)
     }
 }
 

@@ -578,12 +578,10 @@ impl<'t> Splice<'t> {
 /// and no whitespace anywhere, as a form writes a space `+` or `%20`. The first word answers
 /// for nearly every text that is not one.
 pub(super) fn may_be_form(bytes: &[u8]) -> bool {
-    // Longer names are not a form's fields: a hash or base64 padded with `=` is one word.
-    const LONGEST_NAME: usize = 64;
     let name_end = bytes
         .iter()
-        .take(LONGEST_NAME + 1)
-        .position(|&b| !(b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'[' | b']' | b'%')));
+        .take(url::LONGEST_NAME + 1)
+        .position(|&b| !url::is_name_byte(b));
     matches!(name_end, Some(end) if end > 0 && bytes[end] == b'=')
         && !bytes.iter().any(u8::is_ascii_whitespace)
 }

@@ -285,9 +285,12 @@ fn sanitize_one_url(
 /// sentence's, not its own, and so is a closing bracket it does not open. Borrows when there
 /// is nothing to change, as for text that holds no `://`.
 ///
-/// Then, as a relative URL or a bare query carries them (`see /reset?token=…`,
-/// `callback#access_token=…`), each value of a query-list name written after `?`, `&` or `#`
-/// and before `=` is redacted wherever it stands (see [`redact_query_pairs_in_text`]).
+/// Then, as a relative URL, a bare query or a log line carries them (`see /reset?token=…`,
+/// `callback#access_token=…`, `user=ada password=…`), each value of a query-list name written
+/// after `?`, `&` or `#`, or bare, and before `=` is redacted wherever it stands (see
+/// [`redact_query_pairs_in_text`]); each URL written percent-encoded is read as a carried URL
+/// is; and each sensitive header written as a header line (`Authorization: Bearer …`) has its
+/// value redacted (see `header_lines_in_text`).
 ///
 /// `depth`: how many URLs or documents the text is carried inside ([`NESTING`]; 0 for a body's
 /// or a message's own).
@@ -437,8 +440,6 @@ fn is_sensitive_pair_name(name: &str, rules: &Rules) -> bool {
 /// as `\u0026` (as Go's encoder writes it) as `&`. By `=`, which few texts hold, and a look
 /// back over the name.
 fn bare_pairs<'t>(text: &'t str, rules: &'t Rules) -> impl Iterator<Item = usize> + 't {
-    // Longer names are no field's: the look back stops there.
-    const LONGEST_NAME: usize = 64;
     let bytes = text.as_bytes();
     let mut at = 0;
     std::iter::from_fn(move || {
@@ -477,9 +478,13 @@ fn bare_pairs<'t>(text: &'t str, rules: &'t Rules) -> impl Iterator<Item = usize
     })
 }
 
-/// Whether `b` may be in a bare pair's name: letters, digits, `_`, `-`, `.`, brackets, and a
-/// name's percent-encoding.
-fn is_name_byte(b: u8) -> bool {
+/// The longest name of a bare pair or of a form's first field: a longer word before `=` is no
+/// field's (a hash, or base64 padded with `=`), and the look back over it stops there.
+pub(crate) const LONGEST_NAME: usize = 64;
+
+/// Whether `b` may be in a bare pair's or a form field's name: letters, digits, `_`, `-`, `.`,
+/// brackets, and a name's percent-encoding (`%`, and `+` for a space).
+pub(crate) fn is_name_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'[' | b']' | b'%' | b'+')
 }
 
