@@ -22,7 +22,13 @@
 //!    `... [N characters truncated]`;
 //! 8. every value redacted by rules 1–6 (and every credential given to the kit) is remembered
 //!    in a [`SecretRegistry`] and then redacted by value wherever it appears: a token echoed
-//!    under an innocent name, in a URL, or in a failure message.
+//!    under an innocent name, in a URL, or in a failure message;
+//! 9. header and cookie values pass these rules before they reach a failure message or the
+//!    trace;
+//! 10. a credential whose form says what it is, under any name or none, is remembered and
+//!     redacted so too: a JSON Web Token, a PEM private key's lines, and the tokens GitHub,
+//!     GitLab, Stripe, Slack, Google, npm, PyPI, SendGrid, OpenAI and Anthropic write with a
+//!     prefix of their own (`ghp_…`, `sk_live_…`, `xoxb-…`).
 //!
 //! ```
 //! use std::sync::Arc;
@@ -37,6 +43,7 @@
 //! assert_eq!(sanitizer.url("https://u:p@api.example/x?token=abc&page=2"), "https://api.example/x?token=[REDACTED]&page=2");
 //! ```
 
+mod formats;
 mod json;
 mod known;
 mod markup;
@@ -947,6 +954,12 @@ impl Sanitizer {
         }
     }
 
+    /// Remembers the credentials `text` holds by their form (rule 10), so that the replacement
+    /// of known secrets that follows replaces them, here and wherever they turn up later.
+    fn remember_credentials(&self, text: &str) {
+        formats::credentials_in(text, &mut self.remember());
+    }
+
     /// A URL without user-info and, with redaction on, with sensitive query values redacted
     /// and known secrets replaced.
     pub fn url(&self, url: &str) -> String {
@@ -974,6 +987,7 @@ impl Sanitizer {
         let sanitized =
             url::sanitize_url_naming(url, &self.rules, also, self.redact, &mut self.remember(), 0);
         if self.redact {
+            self.remember_credentials(&sanitized);
             self.secrets.replace_known(&sanitized).into_owned()
         } else {
             sanitized
@@ -1031,6 +1045,7 @@ impl Sanitizer {
             }
             joined => joined,
         };
+        self.remember_credentials(&joined);
         if let Cow::Owned(replaced) = self.secrets.replace_known(&joined) {
             return replaced;
         }
@@ -1142,6 +1157,7 @@ impl Sanitizer {
         let kind = body_kind(content_type, text);
         let json = kind == BodyKind::Json;
         let redacted = self.structured_as(kind, text, 0);
+        self.remember_credentials(&redacted);
         let replaced = if json {
             self.secrets.replace_known_in_json(&redacted)
         } else {
@@ -1234,6 +1250,7 @@ impl Sanitizer {
         let mut found = self.remember();
         let patterned = json::redact_text_fallback(text, &self.rules, &mut found);
         let patterned = text_with_urls(patterned, &self.rules, &mut found, 0);
+        self.remember_credentials(&patterned);
         self.secrets.replace_known(&patterned).into_owned()
     }
 }

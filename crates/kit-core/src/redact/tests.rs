@@ -1010,6 +1010,55 @@ fn rule_5_markup_carried_as_a_json_string_is_redacted() {
 /// `curl -H '…'` in a JSON string, a failure message, markup's text) has its value redacted
 /// whole, as the header's own is (rule 1), to the line's end or the quote that opened before
 /// its name; the value's credential and cookies become known secrets.
+/// A JWT as a server signs one: `{"alg":"HS256","typ":"JWT"}`, claims, a signature.
+const JWT: &str = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkFkYSJ9.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c";
+
+#[test]
+fn rule_10_credentials_are_known_by_their_form_under_any_name() {
+    let s = sanitizer();
+    let github = "ghp_a1B2c3D4e5a1B2c3D4e5a1B2c3D4e5a1B2c3";
+    // A GraphQL sign-in's token, a service account's key, a CI variable: names no list holds.
+    let json = format!(
+        r#"{{"data":{{"login":"{JWT}"}},"service_account":{{"private_key":"-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0B\/AQEFAASC==\n-----END PRIVATE KEY-----\n"}},"vars":[{{"name":"GH","value":"{github}"}}]}}"#
+    );
+    let redacted = s.body(Some("application/json"), json.as_bytes());
+    assert_eq!(
+        redacted,
+        r#"{"data":{"login":"[REDACTED]"},"service_account":{"private_key":"-----BEGIN PRIVATE KEY-----\n[REDACTED]\n-----END PRIVATE KEY-----\n"},"vars":[{"name":"GH","value":"[REDACTED]"}]}"#
+    );
+    serde_json::from_str::<serde_json::Value>(&redacted).unwrap();
+    // In a header no list names, a URL's unlisted parameter, and a failure message.
+    let stripe = "sk_live_51HxYzAbCdEfGhIjKlMnOpQr";
+    assert_eq!(s.header("X-Auth-Token", &[stripe]), REDACTED);
+    assert_eq!(
+        s.url("https://hooks.slack.example/x?t=xoxb-1234567890-0987654321-AbCdEfGhIjKl&page=2"),
+        "https://hooks.slack.example/x?t=[REDACTED]&page=2"
+    );
+    assert_eq!(
+        s.text("rejected glpat-Ab3dEf6hIj9kLm2nOp5q: expired"),
+        "rejected [REDACTED]: expired"
+    );
+    // Known from now on, whatever form the text they turn up in has.
+    assert_known(
+        &s,
+        &format!("{JWT} {github} {stripe} MIIEvQIBADANBgkqhkiG9w0B\\/AQEFAASC=="),
+    );
+    // A plain-text key keeps its lines' labels; its own lines go.
+    assert_eq!(
+        s.body(
+            Some("text/plain"),
+            b"-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7q2nV\nAbCdEf==\n-----END RSA PRIVATE KEY-----\n"
+        ),
+        "-----BEGIN RSA PRIVATE KEY-----\n[REDACTED]\n-----END RSA PRIVATE KEY-----\n"
+    );
+    // What only looks like one is kept, and nothing is remembered with redaction off.
+    let kept = r#"{"id":"task-0123456789abcdef0123456789abcdef","etag":"eyJ2ZXJzaW9uIjoxfQ","cert":"-----BEGIN CERTIFICATE-----\nMIIC\n-----END CERTIFICATE-----"}"#;
+    assert_eq!(s.body(Some("application/json"), kept.as_bytes()), kept);
+    let off = without_redaction();
+    assert_eq!(off.text(&format!("token {github}")), format!("token {github}"));
+    assert!(off.secrets().is_empty());
+}
+
 #[test]
 fn rule_1_header_lines_in_prose_are_redacted() {
     let s = sanitizer();
@@ -2061,6 +2110,28 @@ mod properties {
                 let _ = s.url(&String::from_utf8_lossy(input));
                 let _ = s.text(&String::from_utf8_lossy(input));
             }
+        }
+
+        #[test]
+        fn a_credential_known_by_its_form_leaves_a_json_document_json(
+            pieces in prop::collection::vec(
+                prop::sample::select(vec![
+                    "-----BEGIN PRIVATE KEY-----", "-----END PRIVATE KEY-----", "\n", "\r\n", "\"",
+                    "\\", "/", "MIIEvQIBADAN", " ", "eyJhbGciOiJIUzI1NiJ9", ".", "eyJzdWIiOiJhIn0",
+                    "ghp_", "a1B2c3D4e5F6g7H8i9J0", "sk-", "_", "-", "\u{1}", "é",
+                ]),
+                0..24,
+            ),
+            other in "[a-z\\\"]{0,12}",
+        ) {
+            // A value of credentials, their pieces and the bytes JSON escapes, as serde writes
+            // it; another value that may repeat some of it, and a number. Whatever is found and
+            // replaced, where it was and wherever it recurs, leaves the document a document.
+            let value: String = pieces.concat();
+            let body = serde_json::to_string(&serde_json::json!({ "v": value, "w": [other, 12345678] })).unwrap();
+            let s = sanitizer();
+            let out = s.body(Some("application/json"), body.as_bytes());
+            prop_assert!(serde_json::from_str::<serde_json::Value>(&out).is_ok(), "{} became {}", body, out);
         }
 
         #[test]
