@@ -67,166 +67,41 @@ fn is_sendgrid_byte(b: u8) -> bool {
 #[rustfmt::skip]
 const FORMS: &[Form] = &[
     // A JWT's header is `{"` and more, base64url encoded: `eyJ`.
-    Form {
-        prefix: "eyJ",
-        body: is_jwt_byte,
-        min: 17,
-        check: Check::Jwt,
-    },
-    Form {
-        prefix: "-----BEGIN ",
-        body: |_| true,
-        min: 0,
-        check: Check::PrivateKey,
-    },
+    Form { prefix: "eyJ", body: is_jwt_byte, min: 17, check: Check::Jwt },
+    Form { prefix: "-----BEGIN ", body: |_| true, min: 0, check: Check::PrivateKey },
     // GitHub: personal, OAuth, user-to-server, server-to-server and refresh tokens, then the
     // fine-grained personal token.
-    Form {
-        prefix: "ghp_",
-        body: is_alphanumeric,
-        min: 36,
-        check: Check::Length,
-    },
-    Form {
-        prefix: "gho_",
-        body: is_alphanumeric,
-        min: 36,
-        check: Check::Length,
-    },
-    Form {
-        prefix: "ghu_",
-        body: is_alphanumeric,
-        min: 36,
-        check: Check::Length,
-    },
-    Form {
-        prefix: "ghs_",
-        body: is_alphanumeric,
-        min: 36,
-        check: Check::Length,
-    },
-    Form {
-        prefix: "ghr_",
-        body: is_alphanumeric,
-        min: 36,
-        check: Check::Length,
-    },
-    Form {
-        prefix: "github_pat_",
-        body: is_base64url,
-        min: 60,
-        check: Check::Length,
-    },
+    Form { prefix: "ghp_", body: is_alphanumeric, min: 36, check: Check::Length },
+    Form { prefix: "gho_", body: is_alphanumeric, min: 36, check: Check::Length },
+    Form { prefix: "ghu_", body: is_alphanumeric, min: 36, check: Check::Length },
+    Form { prefix: "ghs_", body: is_alphanumeric, min: 36, check: Check::Length },
+    Form { prefix: "ghr_", body: is_alphanumeric, min: 36, check: Check::Length },
+    Form { prefix: "github_pat_", body: is_base64url, min: 60, check: Check::Length },
     // GitLab's personal, project and group access tokens.
-    Form {
-        prefix: "glpat-",
-        body: is_base64url,
-        min: 20,
-        check: Check::Length,
-    },
+    Form { prefix: "glpat-", body: is_base64url, min: 20, check: Check::Length },
     // Stripe's secret and restricted keys, live and test, and a webhook's signing secret.
-    Form {
-        prefix: "sk_live_",
-        body: is_alphanumeric,
-        min: 20,
-        check: Check::Length,
-    },
-    Form {
-        prefix: "sk_test_",
-        body: is_alphanumeric,
-        min: 20,
-        check: Check::Length,
-    },
-    Form {
-        prefix: "rk_live_",
-        body: is_alphanumeric,
-        min: 20,
-        check: Check::Length,
-    },
-    Form {
-        prefix: "rk_test_",
-        body: is_alphanumeric,
-        min: 20,
-        check: Check::Length,
-    },
-    Form {
-        prefix: "whsec_",
-        body: is_base64,
-        min: 24,
-        check: Check::Length,
-    },
+    Form { prefix: "sk_live_", body: is_alphanumeric, min: 20, check: Check::Length },
+    Form { prefix: "sk_test_", body: is_alphanumeric, min: 20, check: Check::Length },
+    Form { prefix: "rk_live_", body: is_alphanumeric, min: 20, check: Check::Length },
+    Form { prefix: "rk_test_", body: is_alphanumeric, min: 20, check: Check::Length },
+    Form { prefix: "whsec_", body: is_base64, min: 24, check: Check::Length },
     // Slack's bot, user, app-level, refresh and configuration tokens.
-    Form {
-        prefix: "xoxb-",
-        body: is_base64url,
-        min: 20,
-        check: Check::Length,
-    },
-    Form {
-        prefix: "xoxp-",
-        body: is_base64url,
-        min: 20,
-        check: Check::Length,
-    },
-    Form {
-        prefix: "xoxa-",
-        body: is_base64url,
-        min: 20,
-        check: Check::Length,
-    },
-    Form {
-        prefix: "xoxr-",
-        body: is_base64url,
-        min: 20,
-        check: Check::Length,
-    },
-    Form {
-        prefix: "xoxe-",
-        body: is_base64url,
-        min: 20,
-        check: Check::Length,
-    },
-    Form {
-        prefix: "xapp-",
-        body: is_base64url,
-        min: 20,
-        check: Check::Length,
-    },
+    Form { prefix: "xoxb-", body: is_base64url, min: 20, check: Check::Length },
+    Form { prefix: "xoxp-", body: is_base64url, min: 20, check: Check::Length },
+    Form { prefix: "xoxa-", body: is_base64url, min: 20, check: Check::Length },
+    Form { prefix: "xoxr-", body: is_base64url, min: 20, check: Check::Length },
+    Form { prefix: "xoxe-", body: is_base64url, min: 20, check: Check::Length },
+    Form { prefix: "xapp-", body: is_base64url, min: 20, check: Check::Length },
     // A Google API key.
-    Form {
-        prefix: "AIza",
-        body: is_base64url,
-        min: 35,
-        check: Check::Length,
-    },
+    Form { prefix: "AIza", body: is_base64url, min: 35, check: Check::Length },
     // npm's and PyPI's publishing tokens.
-    Form {
-        prefix: "npm_",
-        body: is_alphanumeric,
-        min: 36,
-        check: Check::Length,
-    },
-    Form {
-        prefix: "pypi-AgE",
-        body: is_base64url,
-        min: 50,
-        check: Check::Length,
-    },
+    Form { prefix: "npm_", body: is_alphanumeric, min: 36, check: Check::Length },
+    Form { prefix: "pypi-AgE", body: is_base64url, min: 50, check: Check::Length },
     // SendGrid.
-    Form {
-        prefix: "SG.",
-        body: is_sendgrid_byte,
-        min: 60,
-        check: Check::Length,
-    },
+    Form { prefix: "SG.", body: is_sendgrid_byte, min: 60, check: Check::Length },
     // OpenAI's (`sk-…`, `sk-proj-…`) and Anthropic's (`sk-ant-…`) API keys: long enough not
     // to be a slug.
-    Form {
-        prefix: "sk-",
-        body: is_base64url,
-        min: 32,
-        check: Check::Length,
-    },
+    Form { prefix: "sk-", body: is_base64url, min: 32, check: Check::Length },
 ];
 
 /// Finds the forms' prefixes, leftmost first.
