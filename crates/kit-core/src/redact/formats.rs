@@ -54,20 +54,15 @@ fn is_base64(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'+' || b == b'/' || b == b'='
 }
 
-/// A JWT's parts and the dots between them.
-fn is_jwt_byte(b: u8) -> bool {
-    is_base64url(b) || b == b'.'
-}
-
-/// SendGrid's key: two base64url parts after `SG.`, joined by a dot.
-fn is_sendgrid_byte(b: u8) -> bool {
+/// Base64url parts and the dots between them: a JWT's, a SendGrid key's.
+fn is_dotted_base64url(b: u8) -> bool {
     is_base64url(b) || b == b'.'
 }
 
 #[rustfmt::skip]
 const FORMS: &[Form] = &[
     // A JWT's header is `{"` and more, base64url encoded: `eyJ`.
-    Form { prefix: "eyJ", body: is_jwt_byte, min: 17, check: Check::Jwt },
+    Form { prefix: "eyJ", body: is_dotted_base64url, min: 17, check: Check::Jwt },
     Form { prefix: "-----BEGIN ", body: |_| true, min: 0, check: Check::PrivateKey },
     // GitHub: personal, OAuth, user-to-server, server-to-server and refresh tokens, then the
     // fine-grained personal token.
@@ -97,8 +92,8 @@ const FORMS: &[Form] = &[
     // npm's and PyPI's publishing tokens.
     Form { prefix: "npm_", body: is_alphanumeric, min: 36, check: Check::Length },
     Form { prefix: "pypi-AgE", body: is_base64url, min: 50, check: Check::Length },
-    // SendGrid.
-    Form { prefix: "SG.", body: is_sendgrid_byte, min: 60, check: Check::Length },
+    // SendGrid's: two base64url parts after `SG.`, joined by a dot.
+    Form { prefix: "SG.", body: is_dotted_base64url, min: 60, check: Check::Length },
     // OpenAI's (`sk-…`, `sk-proj-…`) and Anthropic's (`sk-ant-…`) API keys: long enough not
     // to be a slug.
     Form { prefix: "sk-", body: is_base64url, min: 32, check: Check::Length },
@@ -193,7 +188,7 @@ fn credential_at(bytes: &[u8], start: usize, form: &Form) -> Option<std::ops::Ra
         return private_key_at(bytes, start);
     }
     // A prefix inside a longer word (`task-…`, an id ending `…eyJ`) starts no credential.
-    if start > 0 && is_jwt_byte(bytes[start - 1]) {
+    if start > 0 && is_dotted_base64url(bytes[start - 1]) {
         return None;
     }
     let body_start = start + form.prefix.len();
