@@ -703,9 +703,16 @@ fn bad_inputs_exit_2_with_one_line_and_write_nothing_else() {
         zip.finish().unwrap();
     }
     let evil = dir.path().join("evil.kittrace");
+    // A name no other file has, so that a file left in the temporary folder by anything else
+    // cannot fail the check below.
+    let unique = format!("{}-escaped", dir.path().file_name().unwrap().to_string_lossy());
+    let escape = format!("../../{unique}");
     {
         let mut zip = zip::ZipWriter::new(std::fs::File::create(&evil).unwrap());
-        for (name, data) in [("mimetype", "application/vnd.kit.trace+zip"), ("../../x", "boom")] {
+        for (name, data) in [
+            ("mimetype", "application/vnd.kit.trace+zip"),
+            (escape.as_str(), "boom"),
+        ] {
             zip.start_file(name, zip::write::SimpleFileOptions::default())
                 .unwrap();
             zip.write_all(data.as_bytes()).unwrap();
@@ -713,12 +720,13 @@ fn bad_inputs_exit_2_with_one_line_and_write_nothing_else() {
         zip.finish().unwrap();
     }
     let out = dir.path().join("out");
+    let unsafe_name = format!("unsafe entry name {escape:?}");
     for (input, expected) in [
         (&missing, "no such file or folder"),
         (&not_zip, "it is not a zip file"),
         (&bomb, "is damaged"),
         (&future, "newer than the 2.0 this kit reads; upgrade kit-cli"),
-        (&evil, "unsafe entry name \"../../x\""),
+        (&evil, unsafe_name.as_str()),
     ] {
         for args in [
             vec!["report".as_ref(), input.as_os_str()],
@@ -762,7 +770,7 @@ fn bad_inputs_exit_2_with_one_line_and_write_nothing_else() {
             "notes.kittrace"
         ]
     );
-    assert!(!dir.path().parent().unwrap().join("x").exists());
+    assert!(!dir.path().parent().unwrap().join(unique).exists());
 }
 
 /// The covered and total counts of `metric` in a `coverage --format json` output.
