@@ -21,25 +21,27 @@ use aho_corasick::{AhoCorasick, MatchKind, packed};
 use base64::Engine as _;
 use memchr::memmem;
 
-/// A credential's form: the prefix it begins with, the bytes that may follow it, and how many
-/// of them at least.
+/// A credential's form: the prefix it begins with, and what must follow it.
 struct Form {
     prefix: &'static str,
-    body: fn(u8) -> bool,
-    min: usize,
     check: Check,
 }
 
-/// What a form asks beyond its prefix and the length of its body.
-#[derive(Clone, Copy, PartialEq, Eq)]
+/// What a form asks of what follows its prefix.
+#[derive(Clone, Copy)]
 enum Check {
-    Length,
+    /// At least `min` bytes that `body` accepts.
+    Run { body: fn(u8) -> bool, min: usize },
     /// A JSON Web Token: three or more dot-separated base64url parts, the first a JSON header
     /// naming its algorithm (`{"alg":…}`).
     Jwt,
     /// A PEM block whose label names a private key, to its end line.
     PrivateKey,
 }
+
+/// A JWT's bytes after its `eyJ`, at least: the shortest header, `{"alg":"none"}`, is 16 more,
+/// and a payload and dots follow it.
+const JWT_MIN: usize = 17;
 
 fn is_alphanumeric(b: u8) -> bool {
     b.is_ascii_alphanumeric()
@@ -62,41 +64,41 @@ fn is_dotted_base64url(b: u8) -> bool {
 #[rustfmt::skip]
 const FORMS: &[Form] = &[
     // A JWT's header is `{"` and more, base64url encoded: `eyJ`.
-    Form { prefix: "eyJ", body: is_dotted_base64url, min: 17, check: Check::Jwt },
-    Form { prefix: "-----BEGIN ", body: |_| true, min: 0, check: Check::PrivateKey },
+    Form { prefix: "eyJ", check: Check::Jwt },
+    Form { prefix: "-----BEGIN ", check: Check::PrivateKey },
     // GitHub: personal, OAuth, user-to-server, server-to-server and refresh tokens, then the
     // fine-grained personal token.
-    Form { prefix: "ghp_", body: is_alphanumeric, min: 36, check: Check::Length },
-    Form { prefix: "gho_", body: is_alphanumeric, min: 36, check: Check::Length },
-    Form { prefix: "ghu_", body: is_alphanumeric, min: 36, check: Check::Length },
-    Form { prefix: "ghs_", body: is_alphanumeric, min: 36, check: Check::Length },
-    Form { prefix: "ghr_", body: is_alphanumeric, min: 36, check: Check::Length },
-    Form { prefix: "github_pat_", body: is_base64url, min: 60, check: Check::Length },
+    Form { prefix: "ghp_", check: Check::Run { body: is_alphanumeric, min: 36 } },
+    Form { prefix: "gho_", check: Check::Run { body: is_alphanumeric, min: 36 } },
+    Form { prefix: "ghu_", check: Check::Run { body: is_alphanumeric, min: 36 } },
+    Form { prefix: "ghs_", check: Check::Run { body: is_alphanumeric, min: 36 } },
+    Form { prefix: "ghr_", check: Check::Run { body: is_alphanumeric, min: 36 } },
+    Form { prefix: "github_pat_", check: Check::Run { body: is_base64url, min: 60 } },
     // GitLab's personal, project and group access tokens.
-    Form { prefix: "glpat-", body: is_base64url, min: 20, check: Check::Length },
+    Form { prefix: "glpat-", check: Check::Run { body: is_base64url, min: 20 } },
     // Stripe's secret and restricted keys, live and test, and a webhook's signing secret.
-    Form { prefix: "sk_live_", body: is_alphanumeric, min: 20, check: Check::Length },
-    Form { prefix: "sk_test_", body: is_alphanumeric, min: 20, check: Check::Length },
-    Form { prefix: "rk_live_", body: is_alphanumeric, min: 20, check: Check::Length },
-    Form { prefix: "rk_test_", body: is_alphanumeric, min: 20, check: Check::Length },
-    Form { prefix: "whsec_", body: is_base64, min: 24, check: Check::Length },
+    Form { prefix: "sk_live_", check: Check::Run { body: is_alphanumeric, min: 20 } },
+    Form { prefix: "sk_test_", check: Check::Run { body: is_alphanumeric, min: 20 } },
+    Form { prefix: "rk_live_", check: Check::Run { body: is_alphanumeric, min: 20 } },
+    Form { prefix: "rk_test_", check: Check::Run { body: is_alphanumeric, min: 20 } },
+    Form { prefix: "whsec_", check: Check::Run { body: is_base64, min: 24 } },
     // Slack's bot, user, app-level, refresh and configuration tokens.
-    Form { prefix: "xoxb-", body: is_base64url, min: 20, check: Check::Length },
-    Form { prefix: "xoxp-", body: is_base64url, min: 20, check: Check::Length },
-    Form { prefix: "xoxa-", body: is_base64url, min: 20, check: Check::Length },
-    Form { prefix: "xoxr-", body: is_base64url, min: 20, check: Check::Length },
-    Form { prefix: "xoxe-", body: is_base64url, min: 20, check: Check::Length },
-    Form { prefix: "xapp-", body: is_base64url, min: 20, check: Check::Length },
+    Form { prefix: "xoxb-", check: Check::Run { body: is_base64url, min: 20 } },
+    Form { prefix: "xoxp-", check: Check::Run { body: is_base64url, min: 20 } },
+    Form { prefix: "xoxa-", check: Check::Run { body: is_base64url, min: 20 } },
+    Form { prefix: "xoxr-", check: Check::Run { body: is_base64url, min: 20 } },
+    Form { prefix: "xoxe-", check: Check::Run { body: is_base64url, min: 20 } },
+    Form { prefix: "xapp-", check: Check::Run { body: is_base64url, min: 20 } },
     // A Google API key.
-    Form { prefix: "AIza", body: is_base64url, min: 35, check: Check::Length },
+    Form { prefix: "AIza", check: Check::Run { body: is_base64url, min: 35 } },
     // npm's and PyPI's publishing tokens.
-    Form { prefix: "npm_", body: is_alphanumeric, min: 36, check: Check::Length },
-    Form { prefix: "pypi-AgE", body: is_base64url, min: 50, check: Check::Length },
+    Form { prefix: "npm_", check: Check::Run { body: is_alphanumeric, min: 36 } },
+    Form { prefix: "pypi-AgE", check: Check::Run { body: is_base64url, min: 50 } },
     // SendGrid's: two base64url parts after `SG.`, joined by a dot.
-    Form { prefix: "SG.", body: is_dotted_base64url, min: 60, check: Check::Length },
+    Form { prefix: "SG.", check: Check::Run { body: is_dotted_base64url, min: 60 } },
     // OpenAI's (`sk-…`, `sk-proj-…`) and Anthropic's (`sk-ant-…`) API keys: long enough not
     // to be a slug.
-    Form { prefix: "sk-", body: is_base64url, min: 32, check: Check::Length },
+    Form { prefix: "sk-", check: Check::Run { body: is_base64url, min: 32 } },
 ];
 
 /// Finds the forms' prefixes, leftmost first.
@@ -140,7 +142,7 @@ impl Prefixes {
 
 static PREFIXES: LazyLock<Option<Prefixes>> = LazyLock::new(Prefixes::new);
 
-/// The fewest bytes any form takes: a JWT's `eyJ` and 17 more.
+/// The fewest bytes any form takes: a JWT's `eyJ` and [`JWT_MIN`] more.
 const SHORTEST: usize = 20;
 
 /// The longest PEM label looked at (`ENCRYPTED PRIVATE KEY`, `OPENSSH PRIVATE KEY`).
@@ -184,20 +186,18 @@ pub(crate) fn credentials_in(text: &str, found: &mut dyn FnMut(&str)) {
 
 /// The credential of `form` whose prefix starts at `start`, if one is there.
 fn credential_at(bytes: &[u8], start: usize, form: &Form) -> Option<std::ops::Range<usize>> {
-    if form.check == Check::PrivateKey {
-        return private_key_at(bytes, start);
-    }
+    let (body, min): (fn(u8) -> bool, usize) = match form.check {
+        Check::PrivateKey => return private_key_at(bytes, start),
+        Check::Jwt => (is_dotted_base64url, JWT_MIN),
+        Check::Run { body, min } => (body, min),
+    };
     // A prefix inside a longer word (`task-…`, an id ending `…eyJ`) starts no credential.
     if start > 0 && is_dotted_base64url(bytes[start - 1]) {
         return None;
     }
     let body_start = start + form.prefix.len();
-    let end = body_start
-        + bytes[body_start..]
-            .iter()
-            .take_while(|&&b| (form.body)(b))
-            .count();
-    if end - body_start < form.min {
+    let end = body_start + bytes[body_start..].iter().take_while(|&&b| body(b)).count();
+    if end - body_start < min {
         return None;
     }
     match form.check {
@@ -340,7 +340,8 @@ mod tests {
         for form in FORMS {
             let shortest = match form.check {
                 Check::PrivateKey => "-----BEGIN PRIVATE KEY-----x".len(),
-                _ => form.prefix.len() + form.min,
+                Check::Jwt => form.prefix.len() + JWT_MIN,
+                Check::Run { min, .. } => form.prefix.len() + min,
             };
             assert!(shortest >= SHORTEST, "{}", form.prefix);
         }
