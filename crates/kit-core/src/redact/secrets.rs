@@ -343,7 +343,12 @@ impl SecretRegistry {
                 }
                 (from, to, true)
             } else {
-                (found.start, found.end, false)
+                // Whole escapes only: a match that starts inside one (`u0041…` of `\u0041…`, or
+                // a secret's escaped form `\\u…` found at the second backslash of `\\\u…`)
+                // would leave its backslash to escape the marker's `[`, and one that ends
+                // inside one would leave the rest of it after the marker.
+                let from = strings.escape_around(bytes, found.start).unwrap_or(found.start);
+                (from.max(copied), strings.past_escape(bytes, found.end), false)
             };
             out.push_str(&text[copied..from]);
             if quoted {
@@ -718,31 +723,75 @@ fn is_scalar_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.')
 }
 
-/// Whether a place in JSON text is inside a string, found by reading forward from where the
-/// last question left off: each byte is read once, however many secrets a body holds.
+/// Whether a place in JSON text is inside a string or inside an escape, found by reading
+/// forward from where the last question left off: each byte is read once, however many
+/// secrets a body holds.
 #[derive(Default)]
 struct StringTracker {
     /// The first byte not read yet.
     at: usize,
     inside: bool,
-    /// The byte at `at` is escaped (the one before it a backslash inside a string).
-    escaped: bool,
+    /// The escape the byte at `at` belongs to: where its backslash is, and how many of its
+    /// bytes are still to be read (a `u` after the backslash makes four more).
+    escape: Option<(usize, u8)>,
 }
 
 impl StringTracker {
     /// Reads up to `to`, and says whether the byte there is inside a string.
     fn inside_at(&mut self, bytes: &[u8], to: usize) -> bool {
-        while self.at < to {
-            self.step(bytes[self.at]);
-        }
+        self.read_to(bytes, to);
         self.inside
     }
 
+    /// Reads up to `to`, and says where the escape the byte there belongs to begins, if it
+    /// belongs to one that begins before it.
+    fn escape_around(&mut self, bytes: &[u8], to: usize) -> Option<usize> {
+        self.read_to(bytes, to);
+        self.escape.map(|(backslash, _)| backslash)
+    }
+
+    /// Reads up to `to` and on to the end of the escape the byte there belongs to, if any, and
+    /// says where that is: `to` when no escape goes on there.
+    fn past_escape(&mut self, bytes: &[u8], to: usize) -> usize {
+        self.read_to(bytes, to);
+        while self.at < bytes.len() && self.continues_escape(bytes[self.at]) {
+            self.step(bytes[self.at]);
+        }
+        self.at
+    }
+
+    fn read_to(&mut self, bytes: &[u8], to: usize) {
+        while self.at < to {
+            self.step(bytes[self.at]);
+        }
+    }
+
+    /// Whether `b`, the byte at `at`, goes on the escape begun before it. Only ASCII bytes do,
+    /// so that an escape never ends inside a character of text that is not JSON (`\é`,
+    /// `\u€`): where one is cut short, the byte counts as any other.
+    fn continues_escape(&self, b: u8) -> bool {
+        match self.escape {
+            Some((backslash, _)) if self.at == backslash + 1 => b.is_ascii(),
+            Some(_) => b.is_ascii_hexdigit(),
+            None => false,
+        }
+    }
+
     fn step(&mut self, b: u8) {
-        if self.escaped {
-            self.escaped = false;
-        } else if self.inside && b == b'\\' {
-            self.escaped = true;
+        if let Some((backslash, left)) = self.escape {
+            if self.continues_escape(b) {
+                self.escape = if self.at == backslash + 1 {
+                    (b == b'u').then_some((backslash, 4))
+                } else {
+                    (left > 1).then_some((backslash, left - 1))
+                };
+                self.at += 1;
+                return;
+            }
+            self.escape = None;
+        }
+        if self.inside && b == b'\\' {
+            self.escape = Some((self.at, 1));
         } else if b == b'"' {
             self.inside = !self.inside;
         }
@@ -1037,6 +1086,42 @@ mod tests {
         scanner.add_secret(b"second-secret");
         assert_eq!(scanner.find(b"a second-secret").map(|l| l.offset), Some(2));
         assert_eq!(scanner.clone().find(b"first-secret").map(|l| l.len), Some(12));
+    }
+
+    /// A secret found in a JSON string across an escape's edge takes the whole escape with it,
+    /// so the body stays JSON: at the start (`u0041…` of `\u0041…`; the escaped form `\\u…` of
+    /// a secret with a backslash, met at the second backslash of `\\\u…`, as a private key's
+    /// line was in the property test that found this) and at the end (`…\` of `…\"`). Text
+    /// that is not JSON (an escape cut short before a multi-byte character) is not cut inside
+    /// a character.
+    #[test]
+    fn a_secret_in_a_json_string_is_replaced_with_the_escapes_it_touches() {
+        let r = SecretRegistry::new();
+        for secret in ["u0041BCDEFGH", "\\u0001eyJhbGciOiJIUzI1NiJ9", "QRSTUVWX\\"] {
+            assert!(r.remember(secret));
+        }
+        for (body, expected) in [
+            (r#"{"a":"\u0041BCDEFGH!"}"#, r#"{"a":"[REDACTED]!"}"#),
+            (r#"{"a":"\\\u0001eyJhbGciOiJIUzI1NiJ9"}"#, r#"{"a":"[REDACTED]"}"#),
+            (
+                r#"{"a":"x\\u0001eyJhbGciOiJIUzI1NiJ9"}"#,
+                r#"{"a":"x[REDACTED]"}"#,
+            ),
+            (r#"{"a":"QRSTUVWX\"","b":1}"#, r#"{"a":"[REDACTED]","b":1}"#),
+            (r#"{"a":"QRSTUVWX\u0041"}"#, r#"{"a":"[REDACTED]"}"#),
+        ] {
+            let replaced = r.replace_known_in_json(body);
+            assert_eq!(replaced, expected, "{body}");
+            serde_json::from_str::<serde_json::Value>(&replaced).expect(expected);
+        }
+        for not_json in ["\"QRSTUVWX\\é\"", "\"QRSTUVWX\\u€\"", "\"\\u0041BCDEFGH\\"] {
+            let replaced = r.replace_known_in_json(not_json);
+            assert!(replaced.contains(REDACTED), "{not_json} became {replaced}");
+            assert!(
+                !replaced.contains("BCDEFGH") && !replaced.contains("QRSTU"),
+                "{replaced}"
+            );
+        }
     }
 
     /// A length's filter grows with its secrets: every secret added before and after a growth
