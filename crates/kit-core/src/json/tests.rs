@@ -635,8 +635,10 @@ mod properties {
         ) {
             let items: Vec<i32> = items.into_iter().collect();
             let mut reordered = items.clone();
-            reordered.rotate_left(rotation % items.len().max(1));
-            prop_assume!(reordered != items);
+            // A rotation by 1 to len - 1 of distinct items always reorders them; rejecting the
+            // rotations that did not made a run of 20 000 cases abort on proptest's reject limit.
+            reordered.rotate_left(1 + rotation % (items.len() - 1));
+            prop_assert_ne!(&reordered, &items);
             prop_assert!(!report(&json!(items), &json!(reordered), &ShapeOptions::default()).is_match());
         }
     }
