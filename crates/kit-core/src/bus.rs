@@ -1027,15 +1027,8 @@ mod tests {
     /// kept at all.
     #[test]
     fn delivered_events_go_back_to_their_threads_queue_and_heavy_ones_are_dropped() {
-        let (release, release_rx) = bounded(1);
-        let bus = Bus::builder()
-            .quiet_before_sleep(Duration::from_secs(3600))
-            .collector(HoldsFirst {
-                release: Some(release_rx),
-                seen: Arc::new(AtomicU64::new(0)),
-            })
-            .collector(RecordingCollector::new())
-            .start();
+        let (release, builder) = held_and_awake();
+        let bus = builder.collector(RecordingCollector::new()).start();
         let test = TestId::generate();
         let own = || bus.inner.spent.of(origin()).rx.len();
         // Held in the first event, the dispatcher gives no box back for a later publish to
@@ -1161,6 +1154,20 @@ mod tests {
         assert_eq!(seen.load(Ordering::SeqCst), 20);
     }
 
+    /// A bus for tests that count a thread's spent boxes: its dispatcher is held in its first
+    /// event until the sender releases it, so no box comes back while a test publishes, and it
+    /// stays awake for an hour, so it does not drop the boxes before the test counts them.
+    fn held_and_awake() -> (Sender<()>, BusBuilder) {
+        let (release, release_rx) = bounded(1);
+        let builder = Bus::builder()
+            .quiet_before_sleep(Duration::from_secs(3600))
+            .collector(HoldsFirst {
+                release: Some(release_rx),
+                seen: Arc::new(AtomicU64::new(0)),
+            });
+        (release, builder)
+    }
+
     /// Holds the dispatcher in its first event until released; counts every event.
     struct HoldsFirst {
         release: Option<Receiver<()>>,
@@ -1256,14 +1263,8 @@ mod tests {
     /// drop and allocate boxes by turns while the events in the bus swung.)
     #[test]
     fn a_burst_keeps_its_boxes_for_the_producer_up_to_the_capacity() {
-        let (release, release_rx) = bounded(1);
-        let bus = Bus::builder()
-            .quiet_before_sleep(Duration::from_secs(3600))
-            .collector(HoldsFirst {
-                release: Some(release_rx),
-                seen: Arc::new(AtomicU64::new(0)),
-            })
-            .start();
+        let (release, builder) = held_and_awake();
+        let bus = builder.start();
         let test = TestId::generate();
         let own = || bus.inner.spent.of(origin()).rx.len();
         let burst = |first: u64, n: u64| {
