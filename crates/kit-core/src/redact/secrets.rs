@@ -744,10 +744,14 @@ impl StringTracker {
     }
 
     /// Reads up to `to`, and says where the escape the byte there belongs to begins, if it
-    /// belongs to one that begins before it.
+    /// belongs to one that begins before it (not if an escape cut short ends there).
     fn escape_around(&mut self, bytes: &[u8], to: usize) -> Option<usize> {
         self.read_to(bytes, to);
-        self.escape.map(|(backslash, _)| backslash)
+        let (backslash, _) = self.escape?;
+        bytes
+            .get(to)
+            .is_some_and(|&b| self.continues_escape(b))
+            .then_some(backslash)
     }
 
     /// Reads up to `to` and on to the end of the escape the byte there belongs to, if any, and
@@ -1097,7 +1101,12 @@ mod tests {
     #[test]
     fn a_secret_in_a_json_string_is_replaced_with_the_escapes_it_touches() {
         let r = SecretRegistry::new();
-        for secret in ["u0041BCDEFGH", "\\u0001eyJhbGciOiJIUzI1NiJ9", "QRSTUVWX\\"] {
+        for secret in [
+            "u0041BCDEFGH",
+            "\\u0001eyJhbGciOiJIUzI1NiJ9",
+            "QRSTUVWX\\",
+            "zyxwvuts",
+        ] {
             assert!(r.remember(secret));
         }
         for (body, expected) in [
@@ -1114,6 +1123,11 @@ mod tests {
             assert_eq!(replaced, expected, "{body}");
             serde_json::from_str::<serde_json::Value>(&replaced).expect(expected);
         }
+        // An escape cut short (`\u12` and no more digits) ends before the secret, and stays.
+        assert_eq!(
+            r.replace_known_in_json(r#""\u12zyxwvuts""#),
+            r#""\u12[REDACTED]""#
+        );
         for not_json in ["\"QRSTUVWX\\é\"", "\"QRSTUVWX\\u€\"", "\"\\u0041BCDEFGH\\"] {
             let replaced = r.replace_known_in_json(not_json);
             assert!(replaced.contains(REDACTED), "{not_json} became {replaced}");
