@@ -299,68 +299,48 @@ impl SecretRegistry {
     }
 
     /// [`replace_known`](Self::replace_known) for a JSON body, keeping it JSON where the text
-    /// was: a secret found outside a string (a number remembered under a sensitive name, met
-    /// again as another member's value) replaces the whole number or literal it is in with the
-    /// string `"[REDACTED]"`, where a bare `[REDACTED]` would leave the body unreadable to a
-    /// report and to traffic coverage. Inside a string, or across tokens, it is replaced as in
-    /// any text.
+    /// was: each string's part of a secret is replaced inside its quotes, and each number or
+    /// literal a secret touches becomes the string `"[REDACTED]"` whole (a number remembered
+    /// under a sensitive name, met again as another member's value), where a bare `[REDACTED]`
+    /// would leave the body unreadable to a report and to traffic coverage. The punctuation and
+    /// whitespace a secret spans stay. A secret of nothing else, which no token holds, is
+    /// replaced as in any text.
     ///
     /// ```
     /// use kit_core::redact::SecretRegistry;
     ///
     /// let secrets = SecretRegistry::new();
     /// secrets.remember("12345678");
+    /// secrets.remember("abc\",\"de");
     /// assert_eq!(
     ///     secrets.replace_known_in_json(r#"{"id": 123456789, "note": "was 12345678"}"#),
     ///     r#"{"id": "[REDACTED]", "note": "was [REDACTED]"}"#
     /// );
+    /// assert_eq!(
+    ///     secrets.replace_known_in_json(r#"{"x":"abc","de":1}"#),
+    ///     r#"{"x":"[REDACTED]","[REDACTED]":1}"#
+    /// );
     /// ```
     pub fn replace_known_in_json<'t>(&self, text: &'t str) -> Cow<'t, str> {
-        let bytes = text.as_bytes();
         let m = self.matcher();
-        if !m.is_match(bytes) {
+        if !m.is_match(text.as_bytes()) {
             return Cow::Borrowed(text);
         }
-        let mut out = String::with_capacity(text.len());
-        let mut copied = 0;
-        let mut strings = StringTracker::default();
-        for found in m.find_iter(bytes) {
-            if found.start < copied {
-                // Inside a token an earlier secret replaced whole.
-                continue;
+        let mut out = replace_known_tokens(&m, text);
+        // What a pass keeps and what it writes can make a secret again: the comma two
+        // overlapping matches share (`,\n null,` met at a list's first of three nulls is met
+        // again at its second), or a number turned into `"[REDACTED]"`, which puts a quote
+        // after the text before it. Each pass replaces more of the document's tokens.
+        for _ in 0..JSON_PASSES {
+            if !m.is_match(out.as_bytes()) {
+                return Cow::Owned(out);
             }
-            // A match of number or literal bytes holds no quote, so it cannot leave the string
-            // or the token it starts in.
-            let scalar = bytes[found.clone()].iter().all(|&b| is_scalar_byte(b));
-            let (from, to, quoted) = if scalar && !strings.inside_at(bytes, found.start) {
-                let mut from = found.start;
-                while from > copied && is_scalar_byte(bytes[from - 1]) {
-                    from -= 1;
-                }
-                let mut to = found.end;
-                while to < bytes.len() && is_scalar_byte(bytes[to]) {
-                    to += 1;
-                }
-                (from, to, true)
-            } else {
-                // Whole escapes only: a match that starts inside one (`u0041…` of `\u0041…`, or
-                // a secret's escaped form `\\u…` found at the second backslash of `\\\u…`)
-                // would leave its backslash to escape the marker's `[`, and one that ends
-                // inside one would leave the rest of it after the marker.
-                let from = strings.escape_around(bytes, found.start).unwrap_or(found.start);
-                (from.max(copied), strings.past_escape(bytes, found.end), false)
-            };
-            out.push_str(&text[copied..from]);
-            if quoted {
-                out.push('"');
-                out.push_str(REDACTED);
-                out.push('"');
-            } else {
-                out.push_str(REDACTED);
-            }
-            copied = to;
+            out = replace_known_tokens(&m, &out);
         }
-        out.push_str(&text[copied..]);
+        if m.is_match(out.as_bytes()) {
+            // Replaced as any text, the body cannot make one again.
+            return self.replace_known(text);
+        }
         Cow::Owned(out)
     }
 
@@ -717,10 +697,122 @@ impl LeakScanner {
     }
 }
 
-/// A byte of a JSON number or literal (`true`, `false`, `null`), as loosely as text that may
-/// not be JSON needs.
-fn is_scalar_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.')
+/// How many more times [`SecretRegistry::replace_known_in_json`] replaces what its first pass
+/// made a secret again, before it replaces the body as any text: a pass takes one token more
+/// at least, and a document needing more than a few has secrets overlapping all through it.
+const JSON_PASSES: usize = 4;
+
+/// One pass of [`SecretRegistry::replace_known_in_json`]: each secret `m` finds replaced
+/// token by token.
+fn replace_known_tokens(m: &KnownSecrets, text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    let mut strings = StringTracker::default();
+    for found in m.find_iter(bytes) {
+        if found.start < copied {
+            // Overlapping one replaced already; what is left of it, a further pass finds.
+            continue;
+        }
+        let inside = strings.inside_at(bytes, found.start);
+        // Whole escapes only: a match that starts inside one (`u0041…` of `\u0041…`, or a
+        // secret's escaped form `\\u…` found at the second backslash of `\\\u…`) would leave
+        // its backslash to escape the marker's `[`, and one that ends inside one would leave
+        // the rest of it after the marker.
+        let from = strings
+            .escape_around(bytes, found.start)
+            .unwrap_or(found.start)
+            .max(copied);
+        let to = strings.past_escape(bytes, found.end);
+        let before = out.len();
+        match replace_tokens(text, from, to, inside, copied, &mut out) {
+            Some(end) => copied = end,
+            None => {
+                // Nothing but JSON's punctuation and whitespace: no token to replace it in
+                // keeps it out, so the body gives up being JSON there rather than let a secret
+                // through.
+                out.truncate(before);
+                out.push_str(&text[copied..from]);
+                out.push_str(REDACTED);
+                copied = to;
+            }
+        }
+    }
+    out.push_str(&text[copied..]);
+    out
+}
+
+/// Writes `text[copied..from]` to `out`, then `from..to` of a JSON text with each run of a
+/// string's bytes in it replaced by the marker, and each number or literal it touches
+/// replaced whole by the string `"[REDACTED]"`, keeping the quotes, punctuation and whitespace
+/// between them: so a secret met across tokens (`abc","cd` in `{"x":"abc","cd":1}`, or a
+/// number and what follows it) leaves the body JSON, as one met within a token does. `inside`
+/// says whether `from` is inside a string. Returns where the text goes on after what was
+/// replaced (past `to` when a number ran on), or `None`, having replaced nothing, when
+/// `from..to` holds no byte of a string and no token: JSON's punctuation and whitespace alone.
+fn replace_tokens(
+    text: &str,
+    from: usize,
+    to: usize,
+    mut inside: bool,
+    copied: usize,
+    out: &mut String,
+) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut at = from;
+    if !inside && from < to && is_token_byte(bytes[from]) {
+        // Back to the start of the token the match began in.
+        while at > copied && is_token_byte(bytes[at - 1]) {
+            at -= 1;
+        }
+    }
+    out.push_str(&text[copied..at]);
+    let mut replaced = false;
+    while at < to {
+        if inside {
+            let run = at;
+            while at < to && bytes[at] != b'"' {
+                // An escape's second byte is never the string's end (`\"`).
+                if bytes[at] == b'\\' && at + 1 < to {
+                    at += 1;
+                }
+                at += 1;
+            }
+            if at > run {
+                out.push_str(REDACTED);
+                replaced = true;
+            }
+            if at < to {
+                out.push('"');
+                at += 1;
+                inside = false;
+            }
+        } else if is_token_byte(bytes[at]) {
+            while at < bytes.len() && is_token_byte(bytes[at]) {
+                at += 1;
+            }
+            out.push('"');
+            out.push_str(REDACTED);
+            out.push('"');
+            replaced = true;
+        } else {
+            inside = bytes[at] == b'"';
+            out.push(char::from(bytes[at]));
+            at += 1;
+        }
+    }
+    replaced.then_some(at)
+}
+
+/// A byte of a token outside JSON's strings: a number's or a literal's (`true`, `false`,
+/// `null`) in a document, and in text that is not JSON any byte but JSON's punctuation,
+/// whitespace and quotes. Every byte that is not one is ASCII, so a token's ends are
+/// character boundaries.
+fn is_token_byte(b: u8) -> bool {
+    !matches!(
+        b,
+        b'{' | b'}' | b'[' | b']' | b',' | b':' | b'"' | b' ' | b'\t' | b'\n' | b'\r'
+    )
 }
 
 /// Whether a place in JSON text is inside a string or inside an escape, found by reading
@@ -1014,6 +1106,76 @@ mod tests {
         }
     }
 
+    fn any_json() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
+        use proptest::prelude::*;
+        use serde_json::Value;
+        let text = "([a-z\"\\\\/ :,{}\\[\\]\u{1}\n\t]|é|€|😀){0,10}";
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            (-1e12f64..1e12).prop_map(Value::from),
+            text.prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 40, 6, move |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                proptest::collection::btree_map(text, inner, 0..6)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        /// Any stretch of a document's text remembered as a secret: it never comes out, and
+        /// the document stays JSON unless the stretch is JSON's punctuation and whitespace
+        /// alone, which no token holds.
+        #[test]
+        fn a_secret_anywhere_in_a_document_leaves_it_json_and_does_not_come_out(
+            value in any_json(),
+            pretty in proptest::bool::ANY,
+            start in 0.0..1.0f64,
+            len in 8usize..40,
+        ) {
+            // The value twice, so that what is remembered recurs, and a number.
+            let value = serde_json::json!({ "first": value, "again": [value, 12345678] });
+            let text = if pretty {
+                serde_json::to_string_pretty(&value).unwrap()
+            } else {
+                serde_json::to_string(&value).unwrap()
+            };
+            let mut from = (start * text.len().saturating_sub(8) as f64) as usize;
+            while !text.is_char_boundary(from) {
+                from -= 1;
+            }
+            // Remembered values are trimmed: take bytes on until 8 are left after it.
+            let rest = text[from..].trim_start();
+            let mut to = len.min(rest.len());
+            let secret = loop {
+                while !rest.is_char_boundary(to) {
+                    to += 1;
+                }
+                let secret = rest[..to].trim_end();
+                if secret.len() >= 8 || to == rest.len() {
+                    break secret;
+                }
+                to += 1;
+            };
+            let r = SecretRegistry::new();
+            proptest::prop_assume!(r.remember(secret));
+            let out = r.replace_known_in_json(&text);
+            proptest::prop_assert!(!out.contains(secret), "{} in {}", secret, out);
+            if secret.bytes().any(is_token_byte) {
+                proptest::prop_assert!(
+                    serde_json::from_str::<serde_json::Value>(&out).is_ok(),
+                    "{} with {} became {}", text, secret, out
+                );
+            }
+        }
+    }
+
     /// Two secrets starting at one offset: the longer is the leak, whichever came first, each
     /// given in clear or by fingerprint.
     #[test]
@@ -1135,6 +1297,47 @@ mod tests {
                 !replaced.contains("BCDEFGH") && !replaced.contains("QRSTU"),
                 "{replaced}"
             );
+        }
+    }
+
+    /// A secret met across tokens keeps the body JSON: each string's part of it is replaced
+    /// inside its quotes, each number or literal it touches becomes the string `"[REDACTED]"`,
+    /// and the punctuation and whitespace between stay. One of punctuation alone has no token
+    /// to be replaced in, and is replaced as in any text. Where a pass makes a secret again,
+    /// another replaces it.
+    #[test]
+    fn a_secret_across_json_tokens_is_replaced_token_by_token() {
+        let r = SecretRegistry::new();
+        for secret in ["abc\",\"cd", "5678, true", "yz\": [123", "], [], ["] {
+            assert!(r.remember(secret), "{secret}");
+        }
+        for (body, expected) in [
+            (r#"{"x":"abc","cd":1}"#, r#"{"x":"[REDACTED]","[REDACTED]":1}"#),
+            (r#"["xabc","cdx"]"#, r#"["x[REDACTED]","[REDACTED]x"]"#),
+            (r#"[12345678, true]"#, r#"["[REDACTED]", "[REDACTED]"]"#),
+            (r#"{"xyz": [1234, 5]}"#, r#"{"x[REDACTED]": ["[REDACTED]", 5]}"#),
+            // The secret's escaped form, inside one string.
+            (r#"["xyz\": [123"]"#, r#"["x[REDACTED]"]"#),
+        ] {
+            let replaced = r.replace_known_in_json(body);
+            assert_eq!(replaced, expected, "{body}");
+            serde_json::from_str::<serde_json::Value>(&replaced).expect(expected);
+        }
+        assert_eq!(r.replace_known_in_json("[[1], [], [2]]"), "[[1[REDACTED]2]]");
+
+        // What one pass keeps or writes makes a secret again, and the next replaces it: a comma
+        // two matches share, and a quote written before a number's replacement.
+        let r = SecretRegistry::new();
+        r.remember(",  null,");
+        r.remember("false, \"");
+        for (body, expected) in [
+            (
+                "[1,  null,  null,  null]",
+                r#"[1,  "[REDACTED]",  "[REDACTED]",  null]"#,
+            ),
+            (r#"[false, false, "a"]"#, r#"["[REDACTED]", "[REDACTED]", "a"]"#),
+        ] {
+            assert_eq!(r.replace_known_in_json(body), expected, "{body}");
         }
     }
 
