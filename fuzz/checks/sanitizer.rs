@@ -58,9 +58,9 @@ pub(crate) fn check(data: &[u8]) {
 
 /// The JSON scanner is the kit's own, written for speed; serde_json is the reference for what
 /// a document's members are, those of a document carried in one of its strings included.
-/// Uncapped, so the whole document comes back. What comes back may not read as JSON even so: a
-/// value remembered as a secret is replaced by value wherever it appears (rule 8), a number
-/// elsewhere in the document included, and that is not checked.
+/// Uncapped, so the whole document comes back, and it reads as JSON: a value remembered as a
+/// secret and met again elsewhere (rule 8), within a token or across tokens, is replaced token
+/// by token.
 fn every_sensitive_member_is_redacted(kind: Option<&str>, body: &[u8]) {
     let Ok(text) = std::str::from_utf8(body) else {
         return;
@@ -88,35 +88,35 @@ fn every_sensitive_member_is_redacted(kind: Option<&str>, body: &[u8]) {
         &out,
         &options.sensitive_json_properties,
     );
-    if let Ok(written) = serde_json::from_str::<serde_json::Value>(&out) {
-        let names = &options.sensitive_json_properties;
-        // A string that is itself a document (an object or an array, after JSON's whitespace)
-        // is one the sanitizer reads as JSON, three carried deep.
-        let mut stack = vec![(written, 0)];
-        while let Some((value, depth)) = stack.pop() {
-            match value {
-                serde_json::Value::Object(members) => {
-                    for (name, member) in members {
-                        if names.iter().any(|n| n.eq_ignore_ascii_case(&name)) {
-                            assert_eq!(member, "[REDACTED]", "member {name:?} of {out}");
-                        } else {
-                            stack.push((member, depth));
-                        }
+    let written = serde_json::from_str::<serde_json::Value>(&out)
+        .unwrap_or_else(|e| panic!("the document {text:?} came out as {out:?}, which is no JSON: {e}"));
+    let names = &options.sensitive_json_properties;
+    // A string that is itself a document (an object or an array, after JSON's whitespace)
+    // is one the sanitizer reads as JSON, three carried deep.
+    let mut stack = vec![(written, 0)];
+    while let Some((value, depth)) = stack.pop() {
+        match value {
+            serde_json::Value::Object(members) => {
+                for (name, member) in members {
+                    if names.iter().any(|n| n.eq_ignore_ascii_case(&name)) {
+                        assert_eq!(member, "[REDACTED]", "member {name:?} of {out}");
+                    } else {
+                        stack.push((member, depth));
                     }
                 }
-                serde_json::Value::Array(items) => stack.extend(items.into_iter().map(|item| (item, depth))),
-                serde_json::Value::String(carried)
-                    if depth < 3
-                        && carried
-                            .trim_start_matches([' ', '\t', '\n', '\r'])
-                            .starts_with(['{', '[']) =>
-                {
-                    if let Ok(document) = serde_json::from_str::<serde_json::Value>(&carried) {
-                        stack.push((document, depth + 1));
-                    }
-                }
-                _ => {}
             }
+            serde_json::Value::Array(items) => stack.extend(items.into_iter().map(|item| (item, depth))),
+            serde_json::Value::String(carried)
+                if depth < 3
+                    && carried
+                        .trim_start_matches([' ', '\t', '\n', '\r'])
+                        .starts_with(['{', '[']) =>
+            {
+                if let Ok(document) = serde_json::from_str::<serde_json::Value>(&carried) {
+                    stack.push((document, depth + 1));
+                }
+            }
+            _ => {}
         }
     }
 }
