@@ -101,7 +101,10 @@ const FORMS: &[Form] = &[
     Form { prefix: "sk-", check: Check::Run { body: is_base64url, min: 32 } },
 ];
 
-/// Finds the forms' prefixes, leftmost first.
+/// Finds the forms' prefixes, leftmost first. Teddy is called directly rather than as an
+/// `AhoCorasick`'s prefilter, which it would be: on 20 000 header-sized texts (the sanitizer
+/// looks at every header value and URL) the automaton took 1.6–2.3 times as long (on 1 MiB,
+/// the same), issue 9's fifty-third stop.
 enum Prefixes {
     /// Teddy, SIMD, as the sanitizer's name searches are.
     Packed(packed::Searcher),
