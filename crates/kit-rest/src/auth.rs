@@ -776,12 +776,18 @@ pub(crate) fn choose(
     if let Some(scheme) = &client.default_auth {
         return Ok(Some(Arc::clone(scheme)));
     }
-    let default_key = match application {
-        Some(app) => format!("Kit:Applications:{app}:Auth:Default"),
-        None => "Kit:Auth:Default".to_owned(),
-    };
-    match configuration.get(&default_key) {
+    match &client.configured_auth {
         Some(kind) => from_configuration(configuration, application, kind).map(Some),
         None => Ok(None),
     }
+}
+
+/// The kind of authentication `Kit:Applications:{application}:Auth:Default` (or, for a
+/// host-level client, `Kit:Auth:Default`) names, if any.
+pub(crate) fn configured_default(configuration: &Configuration, application: Option<&str>) -> Option<String> {
+    let key = match application {
+        Some(app) => format!("Kit:Applications:{app}:Auth:Default"),
+        None => "Kit:Auth:Default".to_owned(),
+    };
+    configuration.get(&key).map(str::to_owned)
 }

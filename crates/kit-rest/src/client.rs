@@ -52,6 +52,10 @@ pub(crate) struct ResolvedClient {
     pub(crate) application: Option<String>,
     /// The default authentication registered for it.
     pub(crate) default_auth: Option<Arc<dyn crate::auth::AuthScheme>>,
+    /// The kind its application's `Auth:Default` key names in the configuration, read when
+    /// resolved (the configuration does not change): a key formatted, lowercased and looked
+    /// up for every request cost as much as the rest of choosing its scheme.
+    pub(crate) configured_auth: Option<String>,
 }
 
 impl std::fmt::Debug for ResolvedClient {
@@ -309,11 +313,12 @@ pub(crate) fn join_path(base: &Url, path: &str) -> Result<Url, url::ParseError> 
         None => (path, None),
     };
     let mut url = base.clone();
-    let joined = format!(
-        "{}/{}",
-        base.path().trim_end_matches('/'),
-        path.trim_start_matches('/')
-    );
+    let (base_path, path) = (base.path().trim_end_matches('/'), path.trim_start_matches('/'));
+    // Pushed, not `format!`ted: this runs for every request.
+    let mut joined = String::with_capacity(base_path.len() + 1 + path.len());
+    joined.push_str(base_path);
+    joined.push('/');
+    joined.push_str(path);
     url.set_path(&joined);
     if let Some(query) = query {
         let combined = match base.query() {
@@ -517,6 +522,7 @@ pub(crate) fn resolve(
                     entity: Arc::clone(&resolved.entity),
                     application: resolved.application.clone(),
                     default_auth: resolved.default_auth.clone(),
+                    configured_auth: resolved.configured_auth.clone(),
                 });
                 let resolution = Resolution {
                     resolved: Arc::clone(&renewed),
@@ -551,6 +557,7 @@ pub(crate) fn resolve(
         target: qualified,
         application: candidate.application.map(str::to_owned),
         default_auth: default_auth(host, candidate.application),
+        configured_auth: crate::auth::configured_default(ctx.configuration(), candidate.application),
     });
     let fixed = candidate.registration.resolver.is_some() || candidate.registration.base_url.is_some();
     // A registration that cannot be found again (none today) is resolved afresh each time.
