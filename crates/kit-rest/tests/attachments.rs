@@ -2,17 +2,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::Arc;
-
 use axum::Router;
 use axum::http::header::SET_COOKIE;
 use axum::routing::{get, post};
 use kit_core::*;
 use kit_rest::*;
-use kit_trace::{ArchiveReader, ArchiveWriter, RunManifest, TestRecord};
+use kit_trace::{ArchiveReader, TestRecord};
 
 mod common;
-use common::serve;
+use common::{ArchivedRun as Run, serve};
 
 fn api() -> Router {
     Router::new()
@@ -31,44 +29,12 @@ fn api() -> Router {
         .route("/items", get(|| async { r#"[{"id":1},{"id":2}]"# }))
 }
 
-struct Run {
-    run: KitRun,
-    archive: std::path::PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-/// The bus stops, its archive writer done and gone, before the folder is removed. Dropped
-/// with the bus running, the dispatcher could still be committing when the folder went, and
-/// the archive was left behind in the temporary directory (three of four runs of this
-/// crate's tests left one).
-impl Drop for Run {
-    fn drop(&mut self) {
-        // Fails only if the bus was shut already: nothing is left to wait for then.
-        let _ = self.run.bus().shutdown();
-    }
-}
-
 /// A run whose host is made by `configure`, with the archive writer on its bus.
 fn run_with(config: Configuration, configure: impl FnOnce(&mut KitBuilder)) -> Run {
-    let dir = tempfile::tempdir().unwrap();
     let mut builder = KitBuilder::new(config);
     configure(&mut builder);
     let built = builder.build().unwrap();
-    let secrets = Arc::new(SecretRegistry::new());
-    let run_id = RunId::new("attachments").unwrap();
-    let writer = ArchiveWriter::create(dir.path(), RunManifest::new(run_id.clone(), "test"))
-        .unwrap()
-        .with_secrets(Arc::clone(&secrets));
-    let archive = writer.path().to_owned();
-    let bus = Bus::builder()
-        .collector(writer)
-        .collectors(built.collectors)
-        .start();
-    Run {
-        run: KitRun::with_secrets(built.host, bus, run_id, secrets),
-        archive,
-        _dir: dir,
-    }
+    Run::start(built.host, built.collectors, "attachments")
 }
 
 /// A run whose application `api` captures attachments with the default options.

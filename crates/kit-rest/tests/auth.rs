@@ -14,12 +14,12 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use kit_core::*;
 use kit_rest::*;
-use kit_trace::{ArchiveReader, ArchiveWriter, RunManifest};
+use kit_trace::ArchiveReader;
 use serde::Deserialize;
 use serde_json::json;
 
 mod common;
-use common::{on_parallel_threads, serve};
+use common::{ArchivedRun, on_parallel_threads, serve};
 
 const BASIC_PASSWORD: &str = "basic-pw-7f3a9c21";
 const BEARER_TOKEN: &str = "bearer-tok-5e8d2b90";
@@ -196,21 +196,8 @@ fn auth_server(state: Arc<Server>) -> Router {
 }
 
 struct Fixture {
-    run: KitRun,
+    archived: ArchivedRun,
     server: Arc<Server>,
-    archive: std::path::PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-/// The bus stops, its archive writer done and gone, before the folder is removed. Dropped
-/// with the bus running, the dispatcher could still be committing when the folder went, and
-/// the archive was left behind in the temporary directory (three of four runs of this
-/// crate's tests left one).
-impl Drop for Fixture {
-    fn drop(&mut self) {
-        // Fails only if the bus was shut already: nothing is left to wait for then.
-        let _ = self.run.bus().shutdown();
-    }
 }
 
 fn fixture(config: &[(&str, &str)], configure: impl FnOnce(&mut RestBuilder<'_>)) -> Fixture {
@@ -230,30 +217,15 @@ fn fixture(config: &[(&str, &str)], configure: impl FnOnce(&mut RestBuilder<'_>)
         });
     });
     let built = builder.build().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let secrets = Arc::new(SecretRegistry::new());
-    let run_id = RunId::new("auth").unwrap();
-    let writer = ArchiveWriter::create(dir.path(), RunManifest::new(run_id.clone(), "test"))
-        .unwrap()
-        .with_secrets(Arc::clone(&secrets));
-    let archive = writer.path().to_owned();
-    let run = KitRun::with_secrets(
-        built.host,
-        Bus::builder().collector(writer).start(),
-        run_id,
-        secrets,
-    );
     Fixture {
-        run,
+        archived: ArchivedRun::start(built.host, Vec::new(), "auth"),
         server,
-        archive,
-        _dir: dir,
     }
 }
 
 impl Fixture {
     fn test(&self, auth: Option<&str>) -> KitExecutionContext {
-        self.run.begin_test(
+        self.archived.run.begin_test(
             TestStarted::new("auth::t")
                 .with_application(Some("api".into()))
                 .with_auth(auth.map(str::to_owned)),
@@ -343,7 +315,7 @@ fn fifty_concurrent_tests_share_one_oauth2_token_and_fetch_again_after_it_expire
     });
     f.server.lifetime.store(2, Ordering::SeqCst);
     let wave = |f: &Fixture| -> HashSet<String> {
-        let run = f.run.clone();
+        let run = f.archived.run.clone();
         on_parallel_threads(50, move |_, start| {
             let run = run.clone();
             async move {
@@ -418,7 +390,7 @@ async fn a_session_sign_in_happens_once_per_test_and_its_cookie_stays_in_that_te
     // The jar keeps the session for requests without auth too.
     assert_eq!(text(ctx.rest(), "/me").await.1, "ada");
     ctx.finish(TestOutcome::Passed).unwrap();
-    let sign_ins = ArchiveReader::open(&f.archive)
+    let sign_ins = ArchiveReader::open(&f.archived.archive)
         .unwrap()
         .tests()
         .flat_map(|t| t.unwrap().events)
@@ -456,7 +428,7 @@ async fn a_refused_sign_in_fails_the_request_with_the_status() {
 #[test]
 fn sixty_four_parallel_tests_signed_in_as_different_users_see_only_their_own() {
     let f = fixture(&[], |_| {});
-    let run = f.run.clone();
+    let run = f.archived.run.clone();
     let results = on_parallel_threads(64, move |i, start| {
         let run = run.clone();
         async move {
@@ -546,7 +518,7 @@ async fn the_kind_applied_is_recorded_by_name_only() {
     ctx.rest().get("/whoami").await;
     ctx.rest().without_auth().get("/whoami").await;
     ctx.finish(TestOutcome::Passed).unwrap();
-    let kinds: Vec<Option<String>> = ArchiveReader::open(&f.archive)
+    let kinds: Vec<Option<String>> = ArchiveReader::open(&f.archived.archive)
         .unwrap()
         .tests()
         .flat_map(|t| t.unwrap().events)
@@ -670,7 +642,7 @@ async fn no_credential_or_token_reaches_the_archive() {
         message: failure.clone(),
     })
     .unwrap();
-    let mut reader = ArchiveReader::open(&f.archive).unwrap();
+    let mut reader = ArchiveReader::open(&f.archived.archive).unwrap();
     let secrets = [
         BASIC_PASSWORD,
         BEARER_TOKEN,
@@ -710,7 +682,7 @@ async fn no_credential_or_token_reaches_the_archive() {
 
 /// The `kit.auth.kind` of each request to `route` in the archive, in order.
 fn kinds_sent_to(f: &Fixture, route: &str) -> Vec<Option<String>> {
-    ArchiveReader::open(&f.archive)
+    ArchiveReader::open(&f.archived.archive)
         .unwrap()
         .tests()
         .flat_map(|t| t.unwrap().events)
@@ -808,7 +780,7 @@ async fn a_sign_in_remembers_its_sensitive_fields_and_the_ones_it_names() {
         "[REDACTED] [REDACTED] [REDACTED] ada"
     );
     ctx.finish(TestOutcome::Passed).unwrap();
-    let bodies: Vec<String> = ArchiveReader::open(&f.archive)
+    let bodies: Vec<String> = ArchiveReader::open(&f.archived.archive)
         .unwrap()
         .tests()
         .flat_map(|t| t.unwrap().events)
@@ -917,7 +889,7 @@ impl AuthScheme for Signature {
 
 /// Every entry of the archive, decompressed, one after another.
 fn every_entry(f: &Fixture) -> Vec<u8> {
-    let mut reader = ArchiveReader::open(&f.archive).unwrap();
+    let mut reader = ArchiveReader::open(&f.archived.archive).unwrap();
     let mut all = Vec::new();
     for index in 0..reader.entry_count() {
         all.extend(reader.entry(index).unwrap().1);
@@ -928,7 +900,7 @@ fn every_entry(f: &Fixture) -> Vec<u8> {
 /// The request headers each `http.request` in the archive recorded under `name`, in order.
 fn recorded_request_headers(f: &Fixture, name: &str) -> Vec<Option<String>> {
     let key = format!("http.request.header.{name}");
-    ArchiveReader::open(&f.archive)
+    ArchiveReader::open(&f.archived.archive)
         .unwrap()
         .tests()
         .flat_map(|t| t.unwrap().events)
