@@ -646,11 +646,7 @@ pub(crate) fn from_configuration(
     application: Option<&str>,
     kind: &str,
 ) -> Result<Arc<dyn AuthScheme>, AuthError> {
-    let section_path = match application {
-        Some(app) => format!("Kit:Applications:{app}:Auth:{kind}"),
-        None => format!("Kit:Auth:{kind}"),
-    };
-    let section = configuration.section(&section_path);
+    let section = configuration.section(&format!("{}:{kind}", auth_section(application)));
     let required = |name: &str| -> Result<String, AuthError> {
         section.get(name).map(str::to_owned).ok_or_else(|| {
             let variable = section.key(name).replace(':', "__");
@@ -785,9 +781,16 @@ pub(crate) fn choose(
 /// The kind of authentication `Kit:Applications:{application}:Auth:Default` (or, for a
 /// host-level client, `Kit:Auth:Default`) names, if any.
 pub(crate) fn configured_default(configuration: &Configuration, application: Option<&str>) -> Option<String> {
-    let key = match application {
-        Some(app) => format!("Kit:Applications:{app}:Auth:Default"),
-        None => "Kit:Auth:Default".to_owned(),
-    };
-    configuration.get(&key).map(str::to_owned)
+    configuration
+        .get(&format!("{}:Default", auth_section(application)))
+        .map(str::to_owned)
+}
+
+/// The configuration section of `application`'s authentication (`Kit:Auth` for a host-level
+/// client): its kinds' keys and its `Default` live under it.
+fn auth_section(application: Option<&str>) -> String {
+    match application {
+        Some(app) => format!("Kit:Applications:{app}:Auth"),
+        None => "Kit:Auth".to_owned(),
+    }
 }
