@@ -309,8 +309,6 @@ const FAST_DEPTH: usize = 96;
 
 /// The reader behind [`parse`]. Each method returns `None` to give the document up.
 struct Reader<'a> {
-    bytes: &'a [u8],
-    /// The same bytes as text.
     text: &'a str,
     at: usize,
     /// The members of the objects being read, innermost last: each object moves its own into
@@ -333,7 +331,6 @@ const STACK_ITEMS: usize = 32;
 impl<'a> Reader<'a> {
     fn new(text: &'a str) -> Self {
         Reader {
-            bytes: text.as_bytes(),
             text,
             at: 0,
             members: Vec::with_capacity(STACK_MEMBERS),
@@ -341,14 +338,19 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// The text's bytes, which the reader walks.
+    fn bytes(&self) -> &'a [u8] {
+        self.text.as_bytes()
+    }
+
     fn document(mut self) -> Option<Node<'a>> {
         let node = self.value(0)?;
         self.skip_whitespace();
-        (self.at == self.bytes.len()).then_some(node)
+        (self.at == self.bytes().len()).then_some(node)
     }
 
     fn skip_whitespace(&mut self) {
-        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.bytes.get(self.at) {
+        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.bytes().get(self.at) {
             self.at += 1;
         }
     }
@@ -356,7 +358,7 @@ impl<'a> Reader<'a> {
     /// The next byte that is not whitespace, consumed.
     fn next_token(&mut self) -> Option<u8> {
         self.skip_whitespace();
-        let byte = *self.bytes.get(self.at)?;
+        let byte = *self.bytes().get(self.at)?;
         self.at += 1;
         Some(byte)
     }
@@ -377,7 +379,7 @@ impl<'a> Reader<'a> {
 
     fn literal(&mut self, rest: &[u8], node: Node<'a>) -> Option<Node<'a>> {
         let end = self.at + rest.len();
-        (self.bytes.get(self.at..end)? == rest).then(|| {
+        (self.bytes().get(self.at..end)? == rest).then(|| {
             self.at = end;
             node
         })
@@ -423,7 +425,7 @@ impl<'a> Reader<'a> {
     /// Whether the object or array just opened ends at once (its `close` is then read).
     fn closes(&mut self, close: u8) -> bool {
         self.skip_whitespace();
-        let closes = self.bytes.get(self.at) == Some(&close);
+        let closes = self.bytes().get(self.at) == Some(&close);
         self.at += usize::from(closes);
         closes
     }
@@ -441,8 +443,8 @@ impl<'a> Reader<'a> {
     /// Its bytes must be UTF-8 and hold no control character, as serde_json requires.
     fn string(&mut self) -> Option<Cow<'a, str>> {
         let start = self.at;
-        let end = swar::next_special(self.bytes, start);
-        match *self.bytes.get(end)? {
+        let end = swar::next_special(self.bytes(), start);
+        match *self.bytes().get(end)? {
             b'"' => {
                 self.at = end + 1;
                 self.text_at(start, end).map(Cow::Borrowed)
@@ -465,7 +467,7 @@ impl<'a> Reader<'a> {
         loop {
             // Runs end only at ASCII bytes, so each is UTF-8 if the whole string is.
             text.push_str(self.text_at(run, escape)?);
-            match *self.bytes.get(escape)? {
+            match *self.bytes().get(escape)? {
                 b'"' => {
                     self.at = escape + 1;
                     return Some(text);
@@ -473,15 +475,15 @@ impl<'a> Reader<'a> {
                 b'\\' => {}
                 _ => return None,
             }
-            let (decoded, length) = match *self.bytes.get(escape + 1)? {
+            let (decoded, length) = match *self.bytes().get(escape + 1)? {
                 // A surrogate is not a char: serde_json pairs them, or refuses, by rules of its
                 // own.
-                b'u' => (char::from_u32(string::hex4(self.bytes, escape + 2)?)?, 6),
+                b'u' => (char::from_u32(string::hex4(self.bytes(), escape + 2)?)?, 6),
                 byte => (string::short_escape(byte)?, 2),
             };
             text.push(decoded);
             run = escape + length;
-            escape = swar::next_special(self.bytes, run);
+            escape = swar::next_special(self.bytes(), run);
         }
     }
 
@@ -492,7 +494,7 @@ impl<'a> Reader<'a> {
     /// exact power of ten, as here, so the bits are the same. Any other number is given to
     /// serde_json alone.
     fn number(&mut self, start: usize) -> Option<Node<'a>> {
-        let bytes = self.bytes;
+        let bytes = self.bytes();
         let NumberToken {
             negative,
             integer,
