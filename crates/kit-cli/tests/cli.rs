@@ -2,12 +2,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use kit_core::*;
 use kit_trace::{ArchiveWriter, RunManifest, WriterOptions};
+
+mod common;
 
 fn kit_cli(args: &[&std::ffi::OsStr]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_kit-cli"))
@@ -230,13 +231,6 @@ fn a_truncated_archive_is_salvaged_with_a_note() {
     assert!(!text.contains("note: merged.kittrace"), "{text}");
 }
 
-/// An entry name that climbs out of `dir`, and where it would land: a name no other file has,
-/// so that a file left in the temporary folder by anything else cannot fail the check.
-fn escape_from(dir: &std::path::Path) -> (String, std::path::PathBuf) {
-    let unique = format!("{}-escaped", dir.file_name().unwrap().to_string_lossy());
-    (format!("../../{unique}"), dir.parent().unwrap().join(unique))
-}
-
 #[test]
 fn unusable_inputs_exit_2_with_one_line() {
     let dir = tempfile::tempdir().unwrap();
@@ -264,18 +258,7 @@ fn unusable_inputs_exit_2_with_one_line() {
         )
     );
 
-    let evil = dir.path().join("evil.kittrace");
-    let (escape, escaped) = escape_from(dir.path());
-    let mut zip = zip::ZipWriter::new(std::fs::File::create(&evil).unwrap());
-    for (name, data) in [
-        ("mimetype", "application/vnd.kit.trace+zip"),
-        (escape.as_str(), "boom"),
-    ] {
-        zip.start_file(name, zip::write::SimpleFileOptions::default())
-            .unwrap();
-        zip.write_all(data.as_bytes()).unwrap();
-    }
-    zip.finish().unwrap();
+    let (evil, escape, escaped) = common::zip_slip_archive(dir.path());
     let output = report(&[&evil]);
     assert_input_error(&output, &format!("unsafe entry name {escape:?}"));
     assert!(!escaped.exists());

@@ -11,6 +11,8 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+mod common;
+
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report-fixture.kittrace")
 }
@@ -702,23 +704,7 @@ fn bad_inputs_exit_2_with_one_line_and_write_nothing_else() {
         .unwrap();
         zip.finish().unwrap();
     }
-    let evil = dir.path().join("evil.kittrace");
-    // A name no other file has, so that a file left in the temporary folder by anything else
-    // cannot fail the check below.
-    let unique = format!("{}-escaped", dir.path().file_name().unwrap().to_string_lossy());
-    let escape = format!("../../{unique}");
-    {
-        let mut zip = zip::ZipWriter::new(std::fs::File::create(&evil).unwrap());
-        for (name, data) in [
-            ("mimetype", "application/vnd.kit.trace+zip"),
-            (escape.as_str(), "boom"),
-        ] {
-            zip.start_file(name, zip::write::SimpleFileOptions::default())
-                .unwrap();
-            zip.write_all(data.as_bytes()).unwrap();
-        }
-        zip.finish().unwrap();
-    }
+    let (evil, escape, escaped) = common::zip_slip_archive(dir.path());
     let out = dir.path().join("out");
     let unsafe_name = format!("unsafe entry name {escape:?}");
     for (input, expected) in [
@@ -770,7 +756,7 @@ fn bad_inputs_exit_2_with_one_line_and_write_nothing_else() {
             "notes.kittrace"
         ]
     );
-    assert!(!dir.path().parent().unwrap().join(unique).exists());
+    assert!(!escaped.exists());
 }
 
 /// The covered and total counts of `metric` in a `coverage --format json` output.
