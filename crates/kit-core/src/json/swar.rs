@@ -13,6 +13,23 @@ pub(crate) fn escape_mask(word: u64) -> u64 {
     (below_space | zero_in(quote) | zero_in(backslash)) & HIGHS
 }
 
+/// The high bit of each byte of `word` that is below 0x20, a quote or a backslash: every
+/// such byte, where [`escape_mask`] is exact only up to the lowest. Each byte is taken at
+/// seven bits before anything is added to it, so no sum carries into the next byte.
+#[inline]
+pub(crate) fn exact_escape_mask(word: u64) -> u64 {
+    const LOW7: u64 = ONES * 0x7f;
+    // The high bit set where a byte is not zero: its low seven bits reach it when added to
+    // 0x7f, and its own high bit is kept.
+    let nonzero = |x: u64| ((x & LOW7) + LOW7) | x;
+    // The high bit set where a byte is 0x20 or more: its low seven bits reach it when added
+    // to 0x60, as before.
+    let at_least_space = ((word & LOW7) + ONES * 0x60) | word;
+    let quote = nonzero(word ^ (ONES * u64::from(b'"')));
+    let backslash = nonzero(word ^ (ONES * u64::from(b'\\')));
+    !(at_least_space & quote & backslash) & HIGHS
+}
+
 /// The offset of the first byte of `bytes` from `from` on that is below 0x20, a quote or a
 /// backslash, or `bytes.len()` if there is none: where a JSON string whose text starts at
 /// `from` ends or has an escape. Eight bytes at a time.
@@ -114,6 +131,19 @@ mod tests {
                 .position(|b| matches!(b, 0x00..=0x1f | b'"' | b'\\'))
                 .map_or(bytes.len(), |p| from + p);
             prop_assert_eq!(next_special(&bytes, from), slow);
+        }
+
+        #[test]
+        fn the_exact_mask_marks_each_byte_a_byte_loop_marks(word in prop_oneof![
+            any::<u64>(),
+            proptest::collection::vec(prop_oneof![
+                any::<u8>(), Just(b'"'), Just(b'\\'), Just(0x1f), Just(0x20), Just(0x00), Just(0x80), Just(0xa2), Just(0xdc),
+            ], 8).prop_map(|bytes| u64::from_le_bytes(bytes.try_into().unwrap())),
+        ]) {
+            let slow = word.to_le_bytes().iter().enumerate().fold(0u64, |mask, (i, b)| {
+                if matches!(b, 0x00..=0x1f | b'"' | b'\\') { mask | 0x80 << (8 * i) } else { mask }
+            });
+            prop_assert_eq!(exact_escape_mask(word), slow, "{:016x}", word);
         }
 
         #[test]
