@@ -772,18 +772,18 @@ pub(crate) fn choose(
     if let Some(scheme) = &client.default_auth {
         return Ok(Some(Arc::clone(scheme)));
     }
-    match &client.configured_auth {
-        Some(kind) => from_configuration(configuration, application, kind).map(Some),
-        None => Ok(None),
-    }
+    client.configured_auth.clone().transpose()
 }
 
-/// The kind of authentication `Kit:Applications:{application}:Auth:Default` (or, for a
-/// host-level client, `Kit:Auth:Default`) names, if any.
-pub(crate) fn configured_default(configuration: &Configuration, application: Option<&str>) -> Option<String> {
-    configuration
-        .get(&format!("{}:Default", auth_section(application)))
-        .map(str::to_owned)
+/// The scheme `Kit:Applications:{application}:Auth:Default` (or, for a host-level client,
+/// `Kit:Auth:Default`) names, with its credentials, if the key is set; or why it cannot be
+/// made, for each request that falls back on it to fail with.
+pub(crate) fn configured_default(
+    configuration: &Configuration,
+    application: Option<&str>,
+) -> Option<Result<Arc<dyn AuthScheme>, AuthError>> {
+    let kind = configuration.get(&format!("{}:Default", auth_section(application)))?;
+    Some(from_configuration(configuration, application, kind))
 }
 
 /// The configuration section of `application`'s authentication (`Kit:Auth` for a host-level

@@ -52,10 +52,12 @@ pub(crate) struct ResolvedClient {
     pub(crate) application: Option<String>,
     /// The default authentication registered for it.
     pub(crate) default_auth: Option<Arc<dyn crate::auth::AuthScheme>>,
-    /// The kind its application's `Auth:Default` key names in the configuration, read when
-    /// resolved (the configuration does not change): a key formatted, lowercased and looked
-    /// up for every request cost as much as the rest of choosing its scheme.
-    pub(crate) configured_auth: Option<String>,
+    /// The scheme its application's `Auth:Default` key names in the configuration, made when
+    /// resolved (the configuration does not change, and a scheme keeps no state of its own:
+    /// tokens and sign-ins are kept by the host and the test), or why it cannot be. Looking
+    /// the key up for every request cost as much as the rest of choosing its scheme, and the
+    /// scheme was made again from its section each time.
+    pub(crate) configured_auth: Option<Result<Arc<dyn crate::auth::AuthScheme>, crate::auth::AuthError>>,
 }
 
 impl std::fmt::Debug for ResolvedClient {

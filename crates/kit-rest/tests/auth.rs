@@ -591,6 +591,42 @@ async fn credentials_come_from_configuration_and_missing_ones_are_named() {
     assert!(err.contains("unknown authentication kind \"Kerberos\""), "{err}");
 }
 
+/// A configured default made once for the test's client still fails each request that falls
+/// back on it, naming the missing key, and leaves requests that choose otherwise alone.
+#[tokio::test]
+async fn a_configured_default_without_its_credentials_fails_every_request_that_uses_it() {
+    let f = fixture(
+        &[
+            ("Kit:Applications:api:Auth:Default", "Basic"),
+            ("Kit:Applications:api:Auth:Basic:Username", "ada"),
+        ],
+        |_| {},
+    );
+    let ctx = f.test(None);
+    for _ in 0..2 {
+        let err = ctx
+            .rest()
+            .get("/whoami")
+            .try_send()
+            .await
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "GET /whoami - authentication failed: Basic authentication needs Kit:Applications:api:Auth:Basic:Password in \
+             configuration (or the environment variable Kit__Applications__api__Auth__Basic__Password)"
+        );
+    }
+    assert_eq!(
+        text(ctx.rest().without_auth(), "/whoami").await,
+        (StatusCode::OK, "anonymous".into())
+    );
+    assert_eq!(
+        text(ctx.rest().auth(Bearer::new(BEARER_TOKEN)), "/whoami").await,
+        (StatusCode::OK, "Bearer".into())
+    );
+}
+
 #[tokio::test]
 async fn no_credential_or_token_reaches_the_archive() {
     let f = fixture(&[], |_| {});
