@@ -23,7 +23,7 @@ pub(crate) fn exact_escape_mask(word: u64) -> u64 {
     // 0x7f, and its own high bit is kept.
     let nonzero = |x: u64| ((x & LOW7) + LOW7) | x;
     // The high bit set where a byte is 0x20 or more: its low seven bits reach it when added
-    // to 0x60, as before.
+    // to 0x60, and its own high bit is kept.
     let at_least_space = ((word & LOW7) + ONES * 0x60) | word;
     let quote = nonzero(word ^ (ONES * u64::from(b'"')));
     let backslash = nonzero(word ^ (ONES * u64::from(b'\\')));
