@@ -238,6 +238,11 @@ async fn text(builder: RestRequestBuilder, route: &str) -> (StatusCode, String) 
     (r.status_code(), r.content().to_owned())
 }
 
+/// Why a GET of `route` could not be sent.
+async fn send_error(builder: RestRequestBuilder, route: &str) -> String {
+    builder.get(route).try_send().await.unwrap_err().to_string()
+}
+
 #[tokio::test]
 async fn basic_authenticates_and_a_wrong_password_gets_401() {
     let f = fixture(&[], |_| {});
@@ -567,27 +572,13 @@ async fn credentials_come_from_configuration_and_missing_ones_are_named() {
             .1
             .ends_with("-a.b")
     );
-    let err = f
-        .test(Some("Basic"))
-        .rest()
-        .get("/basic")
-        .try_send()
-        .await
-        .unwrap_err()
-        .to_string();
+    let err = send_error(f.test(Some("Basic")).rest(), "/basic").await;
     assert_eq!(
         err,
         "GET /basic - authentication failed: Basic authentication needs Kit:Applications:api:Auth:Basic:Username in \
          configuration (or the environment variable Kit__Applications__api__Auth__Basic__Username)"
     );
-    let err = f
-        .test(Some("Kerberos"))
-        .rest()
-        .get("/basic")
-        .try_send()
-        .await
-        .unwrap_err()
-        .to_string();
+    let err = send_error(f.test(Some("Kerberos")).rest(), "/basic").await;
     assert!(err.contains("unknown authentication kind \"Kerberos\""), "{err}");
 }
 
@@ -604,13 +595,7 @@ async fn a_configured_default_without_its_credentials_fails_every_request_that_u
     );
     let ctx = f.test(None);
     for _ in 0..2 {
-        let err = ctx
-            .rest()
-            .get("/whoami")
-            .try_send()
-            .await
-            .unwrap_err()
-            .to_string();
+        let err = send_error(ctx.rest(), "/whoami").await;
         assert_eq!(
             err,
             "GET /whoami - authentication failed: Basic authentication needs Kit:Applications:api:Auth:Basic:Password in \
