@@ -21,10 +21,14 @@ use aho_corasick::{AhoCorasick, MatchKind, packed};
 use base64::Engine as _;
 use memchr::memmem;
 
-/// A credential's form: the prefix it begins with, and what must follow it.
+use super::MIN_SECRET_LEN;
+
+/// A credential's form: the prefix it begins with, what must follow it, and what it is.
 struct Form {
     prefix: &'static str,
     check: Check,
+    /// What a credential of this form is, for a report that must not show it.
+    what: &'static str,
 }
 
 /// What a form asks of what follows its prefix.
@@ -64,41 +68,41 @@ fn is_dotted_base64url(b: u8) -> bool {
 #[rustfmt::skip]
 const FORMS: &[Form] = &[
     // A JWT's header is `{"` and more, base64url encoded: `eyJ`.
-    Form { prefix: "eyJ", check: Check::Jwt },
-    Form { prefix: "-----BEGIN ", check: Check::PrivateKey },
+    Form { prefix: "eyJ", check: Check::Jwt, what: "a JSON Web Token" },
+    Form { prefix: "-----BEGIN ", check: Check::PrivateKey, what: "a PEM private key" },
     // GitHub: personal, OAuth, user-to-server, server-to-server and refresh tokens, then the
     // fine-grained personal token.
-    Form { prefix: "ghp_", check: Check::Run { body: is_alphanumeric, min: 36 } },
-    Form { prefix: "gho_", check: Check::Run { body: is_alphanumeric, min: 36 } },
-    Form { prefix: "ghu_", check: Check::Run { body: is_alphanumeric, min: 36 } },
-    Form { prefix: "ghs_", check: Check::Run { body: is_alphanumeric, min: 36 } },
-    Form { prefix: "ghr_", check: Check::Run { body: is_alphanumeric, min: 36 } },
-    Form { prefix: "github_pat_", check: Check::Run { body: is_base64url, min: 60 } },
+    Form { prefix: "ghp_", check: Check::Run { body: is_alphanumeric, min: 36 }, what: "a GitHub token" },
+    Form { prefix: "gho_", check: Check::Run { body: is_alphanumeric, min: 36 }, what: "a GitHub token" },
+    Form { prefix: "ghu_", check: Check::Run { body: is_alphanumeric, min: 36 }, what: "a GitHub token" },
+    Form { prefix: "ghs_", check: Check::Run { body: is_alphanumeric, min: 36 }, what: "a GitHub token" },
+    Form { prefix: "ghr_", check: Check::Run { body: is_alphanumeric, min: 36 }, what: "a GitHub token" },
+    Form { prefix: "github_pat_", check: Check::Run { body: is_base64url, min: 60 }, what: "a GitHub token" },
     // GitLab's personal, project and group access tokens.
-    Form { prefix: "glpat-", check: Check::Run { body: is_base64url, min: 20 } },
+    Form { prefix: "glpat-", check: Check::Run { body: is_base64url, min: 20 }, what: "a GitLab token" },
     // Stripe's secret and restricted keys, live and test, and a webhook's signing secret.
-    Form { prefix: "sk_live_", check: Check::Run { body: is_alphanumeric, min: 20 } },
-    Form { prefix: "sk_test_", check: Check::Run { body: is_alphanumeric, min: 20 } },
-    Form { prefix: "rk_live_", check: Check::Run { body: is_alphanumeric, min: 20 } },
-    Form { prefix: "rk_test_", check: Check::Run { body: is_alphanumeric, min: 20 } },
-    Form { prefix: "whsec_", check: Check::Run { body: is_base64, min: 24 } },
+    Form { prefix: "sk_live_", check: Check::Run { body: is_alphanumeric, min: 20 }, what: "a Stripe key" },
+    Form { prefix: "sk_test_", check: Check::Run { body: is_alphanumeric, min: 20 }, what: "a Stripe key" },
+    Form { prefix: "rk_live_", check: Check::Run { body: is_alphanumeric, min: 20 }, what: "a Stripe key" },
+    Form { prefix: "rk_test_", check: Check::Run { body: is_alphanumeric, min: 20 }, what: "a Stripe key" },
+    Form { prefix: "whsec_", check: Check::Run { body: is_base64, min: 24 }, what: "a webhook signing secret" },
     // Slack's bot, user, app-level, refresh and configuration tokens.
-    Form { prefix: "xoxb-", check: Check::Run { body: is_base64url, min: 20 } },
-    Form { prefix: "xoxp-", check: Check::Run { body: is_base64url, min: 20 } },
-    Form { prefix: "xoxa-", check: Check::Run { body: is_base64url, min: 20 } },
-    Form { prefix: "xoxr-", check: Check::Run { body: is_base64url, min: 20 } },
-    Form { prefix: "xoxe-", check: Check::Run { body: is_base64url, min: 20 } },
-    Form { prefix: "xapp-", check: Check::Run { body: is_base64url, min: 20 } },
+    Form { prefix: "xoxb-", check: Check::Run { body: is_base64url, min: 20 }, what: "a Slack token" },
+    Form { prefix: "xoxp-", check: Check::Run { body: is_base64url, min: 20 }, what: "a Slack token" },
+    Form { prefix: "xoxa-", check: Check::Run { body: is_base64url, min: 20 }, what: "a Slack token" },
+    Form { prefix: "xoxr-", check: Check::Run { body: is_base64url, min: 20 }, what: "a Slack token" },
+    Form { prefix: "xoxe-", check: Check::Run { body: is_base64url, min: 20 }, what: "a Slack token" },
+    Form { prefix: "xapp-", check: Check::Run { body: is_base64url, min: 20 }, what: "a Slack token" },
     // A Google API key.
-    Form { prefix: "AIza", check: Check::Run { body: is_base64url, min: 35 } },
+    Form { prefix: "AIza", check: Check::Run { body: is_base64url, min: 35 }, what: "a Google API key" },
     // npm's and PyPI's publishing tokens.
-    Form { prefix: "npm_", check: Check::Run { body: is_alphanumeric, min: 36 } },
-    Form { prefix: "pypi-AgE", check: Check::Run { body: is_base64url, min: 50 } },
+    Form { prefix: "npm_", check: Check::Run { body: is_alphanumeric, min: 36 }, what: "an npm token" },
+    Form { prefix: "pypi-AgE", check: Check::Run { body: is_base64url, min: 50 }, what: "a PyPI token" },
     // SendGrid's: two base64url parts after `SG.`, joined by a dot.
-    Form { prefix: "SG.", check: Check::Run { body: is_dotted_base64url, min: 60 } },
+    Form { prefix: "SG.", check: Check::Run { body: is_dotted_base64url, min: 60 }, what: "a SendGrid key" },
     // OpenAI's (`sk-…`, `sk-proj-…`) and Anthropic's (`sk-ant-…`) API keys: long enough not
     // to be a slug.
-    Form { prefix: "sk-", check: Check::Run { body: is_base64url, min: 32 } },
+    Form { prefix: "sk-", check: Check::Run { body: is_base64url, min: 32 }, what: "an OpenAI or Anthropic key" },
 ];
 
 /// Finds the forms' prefixes, leftmost first. Teddy is called directly rather than as an
@@ -159,32 +163,69 @@ const LONGEST_PEM: usize = 64 * 1024;
 /// which is the form [`replace_known_in_json`](super::SecretRegistry::replace_known_in_json)
 /// looks for in the same text.
 pub(crate) fn credentials_in(text: &str, found: &mut dyn FnMut(&str)) {
-    // Most header values, URLs' parts and short messages are shorter than any credential.
-    if text.len() < SHORTEST {
-        return;
-    }
-    let Some(searcher) = PREFIXES.as_ref() else {
-        return;
-    };
-    let bytes = text.as_bytes();
     let mut at = 0;
-    while at < bytes.len() {
-        let Some((offset, which)) = searcher.find(&bytes[at..]) else {
-            return;
-        };
-        let start = at + offset;
-        let form = &FORMS[which];
-        at = match credential_at(bytes, start, form) {
-            Some(span) => {
-                // Spans end on ASCII bytes and start at the prefix: character boundaries.
-                if let Some(credential) = text.get(span.clone()) {
-                    found(credential);
-                }
-                span.end.max(start + 1)
-            }
-            None => start + 1,
-        };
+    while let Some((span, _)) = next_credential(text.as_bytes(), at) {
+        // Spans end on ASCII bytes and start at the prefix or a key's first byte: character
+        // boundaries.
+        if let Some(credential) = text.get(span.clone()) {
+            found(credential);
+        }
+        at = span.end.max(at + 1);
     }
+}
+
+/// A credential found in bytes by its form: where it is and what it is, never what it says.
+///
+/// ```
+/// use kit_core::redact::first_credential;
+///
+/// let line = br#"{"attachment":"token: ghp_aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5"}"#;
+/// let found = first_credential(line).unwrap();
+/// assert_eq!((found.offset, found.len, found.what), (22, 40, "a GitHub token"));
+/// assert!(first_credential(b"sk_live_short, eyJ-not-a-token").is_none());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CredentialForm {
+    /// Byte offset of the credential in the bytes searched (for a PEM private key, of its
+    /// first line after `-----BEGIN … PRIVATE KEY-----`).
+    pub offset: usize,
+    /// Its length in bytes.
+    pub len: usize,
+    /// What it is, by its form: `"a JSON Web Token"`, `"a GitHub token"`, `"a PEM private
+    /// key"`, ….
+    pub what: &'static str,
+}
+
+/// The first credential in `bytes` known by its form, whatever name carries it: the forms
+/// the sanitizer's rule 10 redacts (`docs/redaction.md`). `kit-cli audit` searches every
+/// entry of an archive with it, so a credential that reached the archive without passing the
+/// sanitizer is found though the run never met it. Bytes that are not UTF-8 are searched as
+/// they are.
+pub fn first_credential(bytes: &[u8]) -> Option<CredentialForm> {
+    next_credential(bytes, 0).map(|(span, form)| CredentialForm {
+        offset: span.start,
+        len: span.len(),
+        what: form.what,
+    })
+}
+
+/// The first credential in `bytes` whose prefix starts at `from` or after, and its form.
+fn next_credential(bytes: &[u8], mut from: usize) -> Option<(std::ops::Range<usize>, &'static Form)> {
+    // Most header values, URLs' parts and short messages are shorter than any credential.
+    if bytes.len() < SHORTEST {
+        return None;
+    }
+    let searcher = PREFIXES.as_ref()?;
+    while from < bytes.len() {
+        let (offset, which) = searcher.find(&bytes[from..])?;
+        let start = from + offset;
+        let form = &FORMS[which];
+        match credential_at(bytes, start, form) {
+            Some(span) => return Some((span, form)),
+            None => from = start + 1,
+        }
+    }
+    None
 }
 
 /// The credential of `form` whose prefix starts at `start`, if one is there.
@@ -238,7 +279,14 @@ fn private_key_at(bytes: &[u8], start: usize) -> Option<std::ops::Range<usize>> 
     let window = &bytes[label_start..bytes.len().min(label_start + LONGEST_LABEL + 5)];
     let label_len = memmem::find(window, b"-----")?;
     let label = &window[..label_len];
-    // A certificate, a public key and a request are no secrets.
+    // A label is words of capitals (`RSA PRIVATE KEY`, `OPENSSH PRIVATE KEY`); a certificate,
+    // a public key and a request are no secrets.
+    if !label
+        .iter()
+        .all(|&b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b' ')
+    {
+        return None;
+    }
     memmem::find(label, b"PRIVATE KEY")?;
     let key_start = label_start + label_len + "-----".len();
     let searched = &bytes[key_start..bytes.len().min(key_start + LONGEST_PEM)];
@@ -254,7 +302,10 @@ fn private_key_at(bytes: &[u8], start: usize) -> Option<std::ops::Range<usize>> 
         .unwrap_or(searched.len());
     let key = trim_line_ends(&searched[..key_len]);
     let offset = key.as_ptr() as usize - bytes.as_ptr() as usize;
-    (!key.is_empty()).then_some(offset..offset + key.len())
+    // No private key is as short as a secret too short to remember (the smallest, an EC
+    // key's, is some 120 bytes of base64): a block around less is no key, and one the
+    // sanitizer would find but not replace, which the audit would then report.
+    (key.len() >= MIN_SECRET_LEN).then_some(offset..offset + key.len())
 }
 
 /// `key` without the whitespace and escaped line ends (`\n`, `\r`) around it, nor the
@@ -354,8 +405,14 @@ mod tests {
     fn a_key_in_a_json_string_is_taken_without_an_escape_it_stops_in() {
         // The key stops at the quote; its escape's backslash stays, so the string still ends
         // where it did.
-        assert_eq!(found(r#""-----BEGIN PRIVATE KEY-----\nMIIEvQ\"x""#), ["MIIEvQ"]);
-        assert_eq!(found(r#""-----BEGIN PRIVATE KEY-----\nMIIEvQ\\"x""#), ["MIIEvQ"]);
+        assert_eq!(
+            found(r#""-----BEGIN PRIVATE KEY-----\nMIIEvQIBAD\"x""#),
+            ["MIIEvQIBAD"]
+        );
+        assert_eq!(
+            found(r#""-----BEGIN PRIVATE KEY-----\nMIIEvQIBAD\\"x""#),
+            ["MIIEvQIBAD"]
+        );
     }
 
     #[test]
@@ -400,6 +457,79 @@ mod tests {
             "AKIAIOSFODNN7EXAMPLE",
         ] {
             assert_eq!(found(text), Vec::<String>::new(), "{text}");
+        }
+    }
+
+    #[test]
+    fn the_first_credential_in_bytes_says_where_and_what_it_is() {
+        let github = format!("ghp_{}", "a1B2c3D4e5".repeat(4));
+        // Bytes that are no UTF-8 around and between: an attachment's binary body.
+        let mut bytes = b"\xff\xfe sk_live_short ".to_vec();
+        bytes.extend_from_slice(github.as_bytes());
+        bytes.extend_from_slice(b" \xc3 ");
+        bytes.extend_from_slice(JWT.as_bytes());
+        let first = first_credential(&bytes).unwrap();
+        assert_eq!(
+            (first.offset, first.len, first.what),
+            (17, github.len(), "a GitHub token")
+        );
+        let rest = &bytes[first.offset + first.len..];
+        let second = first_credential(rest).unwrap();
+        assert_eq!(&rest[second.offset..second.offset + second.len], JWT.as_bytes());
+        assert_eq!(second.what, "a JSON Web Token");
+
+        let pem = b"-----BEGIN EC PRIVATE KEY-----\nq2nV+x9/\n-----END EC PRIVATE KEY-----";
+        let key = first_credential(pem).unwrap();
+        assert_eq!((key.offset, key.len, key.what), (31, 8, "a PEM private key"));
+        // Shorter than a secret the sanitizer remembers: no key.
+        assert_eq!(
+            first_credential(b"-----BEGIN PRIVATE KEY-----\nq2nV+x9\n-----END PRIVATE KEY-----"),
+            None
+        );
+        assert_eq!(
+            first_credential(b"-----BEGIN PRIVATE KEY-----\n[REDACTED]\n-----END PRIVATE KEY-----"),
+            None
+        );
+        assert_eq!(first_credential(b"short"), None);
+    }
+
+    #[test]
+    fn every_form_says_what_it_is() {
+        for form in FORMS {
+            assert!(
+                form.what.starts_with("a ") || form.what.starts_with("an "),
+                "{}",
+                form.prefix
+            );
+        }
+    }
+
+    proptest::proptest! {
+        /// What the sanitizer writes holds no credential by its form, as text or as a body of
+        /// any kind: so the audit, which searches with the same forms, passes every archive
+        /// of a run whose events all passed the sanitizer.
+        #[test]
+        fn what_the_sanitizer_writes_holds_no_credential_by_its_form(
+            pieces in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "eyJhbGciOiJIUzI1NiJ9", ".", "eyJzdWIiOiIxIn0", "sig", "ghp_", "a1B2c3D4e5",
+                    "-----BEGIN PRIVATE KEY-----", "\\n", "\n", "MIIEvQ", "-----END PRIVATE KEY-----",
+                    "sk-", "xoxb-", "whsec_", "+/=", " ", "\"", "_", "x", "{\"k\":", "}", "[", "]", ",",
+                    "=", "&", "<a>", "</a>",
+                ]),
+                0..40,
+            ),
+            content_type in proptest::sample::select(vec![
+                None, Some("application/json"), Some("text/plain"), Some("text/html"),
+                Some("application/xml"), Some("application/x-www-form-urlencoded"),
+            ]),
+        ) {
+            let text: String = pieces.concat();
+            let sanitizer = crate::redact::tests::sanitizer();
+            let written = sanitizer.text(&text);
+            proptest::prop_assert_eq!(first_credential(written.as_bytes()), None, "{}", written);
+            let written = sanitizer.body(content_type, text.as_bytes());
+            proptest::prop_assert_eq!(first_credential(written.as_bytes()), None, "{}", written);
         }
     }
 }

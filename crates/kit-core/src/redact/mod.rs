@@ -58,11 +58,17 @@ use aho_corasick::{AhoCorasick, packed};
 use base64::Engine as _;
 use rustc_hash::FxHashSet;
 
+pub use formats::{CredentialForm, first_credential};
 pub use secrets::{
     Fingerprint, FingerprintSet, Leak, LeakScanner, MIN_SECRET_LEN, SecretRegistry, rolling_hash,
 };
 
 use crate::options::{JsonDiagnosticOptions, KitHttpAttachmentOptions};
+
+/// How many more times a text is searched for credentials by their form after its known
+/// secrets are replaced ([`Sanitizer`]): a replacement that joins what it leaves into a new
+/// credential is a contrived text's, and each pass replaces at least one.
+const FORM_PASSES: usize = 4;
 
 /// What redacted values are replaced by.
 pub const REDACTED: &str = "[REDACTED]";
@@ -954,10 +960,42 @@ impl Sanitizer {
         }
     }
 
-    /// Remembers the credentials `text` holds by their form (rule 10), so that the replacement
-    /// of known secrets that follows replaces them, here and wherever they turn up later.
-    fn remember_credentials(&self, text: &str) {
+    /// `text` with known secrets replaced (rule 8), as JSON if `json` says so, after the
+    /// credentials it holds by their form (rule 10) are remembered: replaced here and wherever
+    /// they turn up later.
+    ///
+    /// A replacement can make a credential's form of what it leaves: `…J9xoxb-…` holds no
+    /// Slack token (its prefix is inside a word), but with the word before it replaced it
+    /// does. What comes out is searched again, up to [`FORM_PASSES`] times, so that what the
+    /// sanitizer writes holds no credential by its form, as `kit-cli audit` looks for them. A
+    /// text with nothing replaced costs no second search.
+    fn replace_known_and_forms<'t>(&self, text: &'t str, json: bool) -> Cow<'t, str> {
+        let replace = |text: &str| -> Option<String> {
+            let replaced = if json {
+                self.secrets.replace_known_in_json(text)
+            } else {
+                self.secrets.replace_known(text)
+            };
+            match replaced {
+                Cow::Owned(replaced) => Some(replaced),
+                Cow::Borrowed(_) => None,
+            }
+        };
         formats::credentials_in(text, &mut self.remember());
+        let Some(mut replaced) = replace(text) else {
+            return Cow::Borrowed(text);
+        };
+        for _ in 0..FORM_PASSES {
+            let mut met_new = false;
+            formats::credentials_in(&replaced, &mut |credential| {
+                met_new |= self.secrets.remember(credential);
+            });
+            match replace(&replaced) {
+                Some(again) if met_new => replaced = again,
+                _ => break,
+            }
+        }
+        Cow::Owned(replaced)
     }
 
     /// A URL without user-info and, with redaction on, with sensitive query values redacted
@@ -987,8 +1025,7 @@ impl Sanitizer {
         let sanitized =
             url::sanitize_url_naming(url, &self.rules, also, self.redact, &mut self.remember(), 0);
         if self.redact {
-            self.remember_credentials(&sanitized);
-            self.secrets.replace_known(&sanitized).into_owned()
+            self.replace_known_and_forms(&sanitized, false).into_owned()
         } else {
             sanitized
         }
@@ -1045,8 +1082,7 @@ impl Sanitizer {
             }
             joined => joined,
         };
-        self.remember_credentials(&joined);
-        if let Cow::Owned(replaced) = self.secrets.replace_known(&joined) {
+        if let Cow::Owned(replaced) = self.replace_known_and_forms(&joined, false) {
             return replaced;
         }
         joined.into_owned()
@@ -1157,13 +1193,7 @@ impl Sanitizer {
         let kind = body_kind(content_type, text);
         let json = kind == BodyKind::Json;
         let redacted = self.structured_as(kind, text, 0);
-        self.remember_credentials(&redacted);
-        let replaced = if json {
-            self.secrets.replace_known_in_json(&redacted)
-        } else {
-            self.secrets.replace_known(&redacted)
-        };
-        let replaced = match replaced {
+        let replaced = match self.replace_known_and_forms(&redacted, json) {
             Cow::Borrowed(_) => redacted.into_owned(),
             Cow::Owned(replaced) => replaced,
         };
@@ -1250,8 +1280,7 @@ impl Sanitizer {
         let mut found = self.remember();
         let patterned = json::redact_text_fallback(text, &self.rules, &mut found);
         let patterned = text_with_urls(patterned, &self.rules, &mut found, 0);
-        self.remember_credentials(&patterned);
-        self.secrets.replace_known(&patterned).into_owned()
+        self.replace_known_and_forms(&patterned, false).into_owned()
     }
 }
 

@@ -27,7 +27,7 @@ fn assert_known(s: &Sanitizer, values: &str) {
     );
 }
 
-fn sanitizer() -> Sanitizer {
+pub(super) fn sanitizer() -> Sanitizer {
     Sanitizer::new(
         &KitHttpAttachmentOptions::default(),
         Arc::new(SecretRegistry::new()),
