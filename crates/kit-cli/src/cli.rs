@@ -82,14 +82,20 @@ pub(crate) enum Command {
         /// The request's id (16 hex digits, as failure messages and reports show it).
         request: String,
     },
-    /// Searches every byte of every entry (decompressed) for the secrets the run met, and for
-    /// those in a secrets file. Exits 1 naming each entry where one is found.
+    /// Searches every byte of every entry (decompressed) for the secrets the run met, for
+    /// those in a secrets file, and for credentials known by their form (JSON Web Tokens, PEM
+    /// private keys, GitHub, Stripe, Slack… tokens). Exits 1 naming each entry where one is
+    /// found.
     Audit {
         /// The archive.
         archive: PathBuf,
         /// A file of secrets in clear, one a line, to search for as well.
         #[arg(long)]
         secrets_file: Option<PathBuf>,
+        /// Search for known secrets only, not for credentials by their form: for a run
+        /// recorded with redaction off, or whose tests attach token-shaped fixtures themselves.
+        #[arg(long)]
+        no_forms: bool,
     },
 }
 

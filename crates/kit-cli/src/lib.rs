@@ -109,7 +109,14 @@ fn dispatch(command: Command) -> Result<(), Exit> {
         Command::Audit {
             archive,
             secrets_file,
-        } => audit::run(&archive, secrets_file.as_deref()),
+            no_forms,
+        } => audit::run(
+            &archive,
+            &audit::Search {
+                secrets_file: secrets_file.as_deref(),
+                forms: !no_forms,
+            },
+        ),
     }
 }
 

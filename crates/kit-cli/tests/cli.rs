@@ -330,11 +330,17 @@ fn archive_with_secret_in(dir: &Path, secret: &str, body: &str, options: WriterO
 }
 
 fn audit(archive: &Path, secrets_file: Option<&Path>) -> Output {
+    audit_with(archive, secrets_file, &[])
+}
+
+/// `kit-cli audit` with `flags` after the archive.
+fn audit_with(archive: &Path, secrets_file: Option<&Path>, flags: &[&str]) -> Output {
     let mut args: Vec<&std::ffi::OsStr> = vec!["audit".as_ref(), archive.as_os_str()];
     if let Some(f) = secrets_file {
         args.push("--secrets-file".as_ref());
         args.push(f.as_os_str());
     }
+    args.extend(flags.iter().map(std::ffi::OsStr::new));
     kit_cli(&args)
 }
 
@@ -346,7 +352,7 @@ fn audit_passes_a_clean_archive_and_names_the_entry_of_a_leak() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(
         stdout(&output),
-        "no known secret in 5 entries (1 secrets searched for)\n"
+        "no known secret and no credential by its form in 5 entries (1 secrets searched for)\n"
     );
 
     let leaky_dir = tempfile::tempdir().unwrap();
@@ -360,7 +366,7 @@ fn audit_passes_a_clean_archive_and_names_the_entry_of_a_leak() {
     let text = stdout(&output);
     assert!(text.starts_with("secret found in entry blobs/sha256/"), "{text}");
     assert!(!text.contains("tok-9f8e7d6c5b4a") && !stderr(&output).contains("tok-9f8e7d6c5b4a"));
-    assert_eq!(stderr(&output), "kit-cli: 1 of 5 entries hold a known secret\n");
+    assert_eq!(stderr(&output), "kit-cli: 1 of 5 entries hold a secret\n");
 
     // A small attachment stays in its event: the leak is found in the test's segment.
     let inline_dir = tempfile::tempdir().unwrap();
@@ -541,6 +547,76 @@ fn request_ids(path: &Path) -> Vec<String> {
             request.unwrap().id.to_string()
         })
         .collect()
+}
+
+/// A JWT signed with HS256: `{"alg":"HS256","typ":"JWT"}`, claims, a signature.
+const JWT: &str = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkFkYSJ9.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c";
+
+/// A credential the run never met reaches the archive through a test's own attachment, which
+/// no sanitizer saw: the audit finds it by its form, says what it is and not what it says.
+#[test]
+fn audit_finds_a_credential_by_its_form_that_the_run_never_met() {
+    let secret = "tok-9f8e7d6c5b4a";
+    let dir = tempfile::tempdir().unwrap();
+    let jwt = archive_with_secret(dir.path(), secret, &format!(r#"{{"session":"{JWT}"}}"#));
+    let output = audit(&jwt, None);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(
+        text.starts_with("credential found in entry blobs/sha256/"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with(" at byte 12: a JSON Web Token, by its form\n"),
+        "{text}"
+    );
+    assert!(!text.contains("eyJ") && !stderr(&output).contains("eyJ"));
+    assert_eq!(stderr(&output), "kit-cli: 1 of 5 entries hold a secret\n");
+    // Asked not to look for forms, the audit looks for known secrets only.
+    let output = audit_with(&jwt, None, &["--no-forms"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(
+        stdout(&output),
+        "no known secret in 5 entries (1 secrets searched for)\n"
+    );
+
+    // A private key is found between its lines; once redacted, a block is no key, and a
+    // certificate never was one.
+    let key = "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\\n-----END PRIVATE KEY-----";
+    let dir = tempfile::tempdir().unwrap();
+    let pem = archive_with_secret(dir.path(), secret, &format!(r#"{{"key":"{key}"}}"#));
+    let text = stdout(&audit(&pem, None));
+    assert!(
+        text.ends_with(" at byte 37: a PEM private key, by its form\n"),
+        "{text}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let redacted = r#"{"key":"-----BEGIN PRIVATE KEY-----\n[REDACTED]\n-----END PRIVATE KEY-----","cert":"-----BEGIN CERTIFICATE-----\nMIIC\n-----END CERTIFICATE-----"}"#;
+    let clean = archive_with_secret(dir.path(), secret, redacted);
+    let output = audit(&clean, None);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+
+    // Of a known secret and a credential in one entry, the earlier is named.
+    let dir = tempfile::tempdir().unwrap();
+    let known_first = archive_with_secret(
+        dir.path(),
+        secret,
+        &format!(r#"{{"echo":"{secret}","jwt":"{JWT}"}}"#),
+    );
+    let text = stdout(&audit(&known_first, None));
+    assert!(text.starts_with("secret found in entry blobs/sha256/"), "{text}");
+    assert!(text.ends_with(" at byte 9\n"), "{text}");
+    let dir = tempfile::tempdir().unwrap();
+    let form_first = archive_with_secret(
+        dir.path(),
+        secret,
+        &format!(r#"{{"jwt":"{JWT}","echo":"{secret}"}}"#),
+    );
+    let text = stdout(&audit(&form_first, None));
+    assert!(
+        text.ends_with(" at byte 8: a JSON Web Token, by its form\n"),
+        "{text}"
+    );
 }
 
 /// Entries are scanned on several threads: leaks are still listed in the archive's order, and
