@@ -828,19 +828,24 @@ pub struct RecordedBody {
 }
 
 /// Cuts `text` after `max_chars` characters and appends `... [N characters truncated]`.
-pub fn truncate(text: String, max_chars: usize) -> String {
+pub fn truncate(mut text: String, max_chars: usize) -> String {
+    cut(&mut text, max_chars);
+    text
+}
+
+/// [`truncate`] in place; whether it cut.
+fn cut(text: &mut String, max_chars: usize) -> bool {
     // No more bytes than allowed characters: nothing to count.
     if text.len() <= max_chars {
-        return text;
+        return false;
     }
     match text.char_indices().nth(max_chars) {
-        None => text,
-        Some((cut, _)) => {
-            let dropped = text[cut..].chars().count();
-            let mut out = text;
-            out.truncate(cut);
-            out.push_str(&format!("... [{dropped} characters truncated]"));
-            out
+        None => false,
+        Some((at, _)) => {
+            let dropped = text[at..].chars().count();
+            text.truncate(at);
+            text.push_str(&format!("... [{dropped} characters truncated]"));
+            true
         }
     }
 }
@@ -1193,11 +1198,21 @@ impl Sanitizer {
         let kind = body_kind(content_type, text);
         let json = kind == BodyKind::Json;
         let redacted = self.structured_as(kind, text, 0);
-        let replaced = match self.replace_known_and_forms(&redacted, json) {
+        let mut replaced = match self.replace_known_and_forms(&redacted, json) {
             Cow::Borrowed(_) => redacted.into_owned(),
             Cow::Owned(replaced) => replaced,
         };
-        truncate(replaced, self.max_body_chars)
+        // A cut can make a credential's form of what it keeps: the marker's dots end a JWT's
+        // payload as an unsecured token's empty signature does (`eyJ….eyJ…... [9 characters
+        // truncated]`), or lengthen a SendGrid key's run. What it makes is replaced, and only
+        // shortens the text (a PEM key, the one form shorter than the marker, cannot end in
+        // it: no dot is part of a key).
+        if cut(&mut replaced, self.max_body_chars)
+            && let Cow::Owned(again) = self.replace_known_and_forms(&replaced, false)
+        {
+            replaced = again;
+        }
+        replaced
     }
 
     /// A body as the trace keeps it: [`body`](Self::body) when it is UTF-8 text; otherwise

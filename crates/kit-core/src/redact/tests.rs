@@ -1905,6 +1905,26 @@ fn rule_7_bodies_are_cut_with_the_exact_marker() {
     assert_eq!(truncate("abc".into(), 0), "... [3 characters truncated]");
 }
 
+/// The marker's dots after a JWT's header and payload make the form of an unsecured token,
+/// which the text before the cut was not (the fuzz target `sanitizer`, issue 9's fifty-sixth
+/// stop): what the cut makes is replaced too.
+#[test]
+fn rule_7_a_cut_makes_no_credential_of_what_it_keeps() {
+    let header_and_payload = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0";
+    let mut options = KitHttpAttachmentOptions::default();
+    options.max_diagnostic_body_length = header_and_payload.len();
+    let s = Sanitizer::new(&options, Arc::new(SecretRegistry::new()));
+    let body = format!("{header_and_payload} and more");
+    assert_eq!(
+        s.body(Some("text/plain"), body.as_bytes()),
+        "[REDACTED]... [9 characters truncated]"
+    );
+    // Uncut, two parts are no token.
+    options.max_diagnostic_body_length = 100;
+    let s = Sanitizer::new(&options, Arc::new(SecretRegistry::new()));
+    assert_eq!(s.body(Some("text/plain"), body.as_bytes()), body);
+}
+
 #[test]
 fn rule_9_header_values_pass_the_rules_before_a_message() {
     let s = sanitizer();
