@@ -552,6 +552,13 @@ fn request_ids(path: &Path) -> Vec<String> {
 /// A JWT signed with HS256: `{"alg":"HS256","typ":"JWT"}`, claims, a signature.
 const JWT: &str = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkFkYSJ9.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c";
 
+/// `kit-cli audit` of an archive whose run met `secret` and whose test attached `body` as it
+/// is, no sanitizer between.
+fn audit_of_attached(secret: &str, body: &str) -> Output {
+    let dir = tempfile::tempdir().unwrap();
+    audit(&archive_with_secret(dir.path(), secret, body), None)
+}
+
 /// A credential the run never met reaches the archive through a test's own attachment, which
 /// no sanitizer saw: the audit finds it by its form, says what it is and not what it says.
 #[test]
@@ -583,36 +590,26 @@ fn audit_finds_a_credential_by_its_form_that_the_run_never_met() {
     // A private key is found between its lines; once redacted, a block is no key, and a
     // certificate never was one.
     let key = "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\\n-----END PRIVATE KEY-----";
-    let dir = tempfile::tempdir().unwrap();
-    let pem = archive_with_secret(dir.path(), secret, &format!(r#"{{"key":"{key}"}}"#));
-    let text = stdout(&audit(&pem, None));
+    let text = stdout(&audit_of_attached(secret, &format!(r#"{{"key":"{key}"}}"#)));
     assert!(
         text.ends_with(" at byte 37: a PEM private key, by its form\n"),
         "{text}"
     );
-    let dir = tempfile::tempdir().unwrap();
     let redacted = r#"{"key":"-----BEGIN PRIVATE KEY-----\n[REDACTED]\n-----END PRIVATE KEY-----","cert":"-----BEGIN CERTIFICATE-----\nMIIC\n-----END CERTIFICATE-----"}"#;
-    let clean = archive_with_secret(dir.path(), secret, redacted);
-    let output = audit(&clean, None);
+    let output = audit_of_attached(secret, redacted);
     assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
 
     // Of a known secret and a credential in one entry, the earlier is named.
-    let dir = tempfile::tempdir().unwrap();
-    let known_first = archive_with_secret(
-        dir.path(),
+    let text = stdout(&audit_of_attached(
         secret,
         &format!(r#"{{"echo":"{secret}","jwt":"{JWT}"}}"#),
-    );
-    let text = stdout(&audit(&known_first, None));
+    ));
     assert!(text.starts_with("secret found in entry blobs/sha256/"), "{text}");
     assert!(text.ends_with(" at byte 9\n"), "{text}");
-    let dir = tempfile::tempdir().unwrap();
-    let form_first = archive_with_secret(
-        dir.path(),
+    let text = stdout(&audit_of_attached(
         secret,
         &format!(r#"{{"jwt":"{JWT}","echo":"{secret}"}}"#),
-    );
-    let text = stdout(&audit(&form_first, None));
+    ));
     assert!(
         text.ends_with(" at byte 8: a JSON Web Token, by its form\n"),
         "{text}"
