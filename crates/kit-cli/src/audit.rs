@@ -30,13 +30,15 @@ pub(crate) struct Finding {
 /// the known secret where both start at one byte (it says more: the run met it).
 fn first_secret(bytes: &[u8], scanner: &LeakScanner, forms: bool) -> Option<(usize, Option<&'static str>)> {
     let known = scanner.find(bytes).map(|leak| (leak.offset, None));
-    // A form is only looked for before the known secret: past it, it would not be reported.
-    let searched = known.map_or(bytes, |(offset, _)| &bytes[..offset]);
     let form = forms
-        .then(|| first_credential(searched))
+        .then(|| first_credential(bytes))
         .flatten()
         .map(|c| (c.offset, Some(c.what)));
-    form.or(known)
+    match (known, form) {
+        (Some(known), Some(form)) if form.0 < known.0 => Some(form),
+        (Some(known), _) => Some(known),
+        (None, form) => form,
+    }
 }
 
 /// What an audit found.

@@ -995,9 +995,13 @@ impl Sanitizer {
             formats::credentials_in(&replaced, &mut |credential| {
                 met_new |= self.secrets.remember(credential);
             });
+            // Nothing new, nothing more to replace: the known secrets were, just now.
+            if !met_new {
+                break;
+            }
             match replace(&replaced) {
-                Some(again) if met_new => replaced = again,
-                _ => break,
+                Some(again) => replaced = again,
+                None => break,
             }
         }
         Cow::Owned(replaced)
@@ -1204,9 +1208,9 @@ impl Sanitizer {
         };
         // A cut can make a credential's form of what it keeps: the marker's dots end a JWT's
         // payload as an unsecured token's empty signature does (`eyJ….eyJ…... [9 characters
-        // truncated]`), or lengthen a SendGrid key's run. What it makes is replaced, and only
-        // shortens the text (a PEM key, the one form shorter than the marker, cannot end in
-        // it: no dot is part of a key).
+        // truncated]`), or lengthen a SendGrid key's run. What it makes is replaced; being 20
+        // bytes or more, it is longer than `[REDACTED]` (a PEM key, which may be shorter,
+        // cannot be made so: no dot is part of a key).
         if cut(&mut replaced, self.max_body_chars)
             && let Cow::Owned(again) = self.replace_known_and_forms(&replaced, false)
         {
