@@ -118,6 +118,12 @@ fn bind_number<T: std::str::FromStr>(
 pub struct JsonDiagnosticOptions {
     /// Redact sensitive data (default true). User-info in URLs is removed regardless.
     pub redact_sensitive_data: bool,
+    /// Redact credentials known by their form whatever names them (default true, and only
+    /// with `redact_sensitive_data`): JSON Web Tokens, PEM private keys, GitHub, Stripe,
+    /// Slack… tokens (`docs/redaction.md`, rule 10). Off, a token-shaped fixture or an
+    /// expired JWT stays readable in the trace, and a credential under an unlisted name
+    /// leaks; run `kit-cli audit --no-forms` on such a run.
+    pub redact_credential_forms: bool,
     /// Cap on bodies, in characters (default 65 536).
     pub max_diagnostic_body_length: usize,
     /// Property names redacted at any depth, compared case-insensitively.
@@ -128,6 +134,7 @@ impl Default for JsonDiagnosticOptions {
     fn default() -> Self {
         JsonDiagnosticOptions {
             redact_sensitive_data: true,
+            redact_credential_forms: true,
             max_diagnostic_body_length: DEFAULT_MAX_DIAGNOSTIC_BODY_LENGTH,
             sensitive_json_properties: strings(&DEFAULT_SENSITIVE_JSON_PROPERTIES),
         }
@@ -135,10 +142,15 @@ impl Default for JsonDiagnosticOptions {
 }
 
 impl JsonDiagnosticOptions {
-    /// Binds `RedactSensitiveData`, `MaxDiagnosticBodyLength` and `SensitiveJsonProperties`
-    /// from `section`.
+    /// Binds `RedactSensitiveData`, `RedactCredentialForms`, `MaxDiagnosticBodyLength` and
+    /// `SensitiveJsonProperties` from `section`.
     pub fn bind(&mut self, section: &Section<'_>) -> Result<(), ConfigError> {
         bind_bool(section, "RedactSensitiveData", &mut self.redact_sensitive_data)?;
+        bind_bool(
+            section,
+            "RedactCredentialForms",
+            &mut self.redact_credential_forms,
+        )?;
         bind_number(
             section,
             "MaxDiagnosticBodyLength",
@@ -153,7 +165,7 @@ impl JsonDiagnosticOptions {
     }
 }
 
-/// What HTTP protocols attach and redact. The last three fields are the
+/// What HTTP protocols attach and redact. The last four fields are the
 /// [`JsonDiagnosticOptions`] ones.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -170,6 +182,9 @@ pub struct KitHttpAttachmentOptions {
     pub sensitive_query_parameters: Vec<String>,
     /// Redact sensitive data (default true). User-info in URLs is removed regardless.
     pub redact_sensitive_data: bool,
+    /// Redact credentials known by their form (default true): see
+    /// [`JsonDiagnosticOptions::redact_credential_forms`].
+    pub redact_credential_forms: bool,
     /// Cap on bodies, in characters (default 65 536).
     pub max_diagnostic_body_length: usize,
     /// Property names redacted at any depth in JSON, and in other bodies.
@@ -194,6 +209,7 @@ impl KitHttpAttachmentOptions {
             sensitive_headers: strings(&DEFAULT_SENSITIVE_HEADERS),
             sensitive_query_parameters: strings(&DEFAULT_SENSITIVE_QUERY_PARAMETERS),
             redact_sensitive_data: json.redact_sensitive_data,
+            redact_credential_forms: json.redact_credential_forms,
             max_diagnostic_body_length: json.max_diagnostic_body_length,
             sensitive_json_properties: json.sensitive_json_properties,
             configuration_section_name: section.to_owned(),
@@ -209,6 +225,7 @@ impl KitHttpAttachmentOptions {
     pub fn json_diagnostics(&self) -> JsonDiagnosticOptions {
         JsonDiagnosticOptions {
             redact_sensitive_data: self.redact_sensitive_data,
+            redact_credential_forms: self.redact_credential_forms,
             max_diagnostic_body_length: self.max_diagnostic_body_length,
             sensitive_json_properties: self.sensitive_json_properties.clone(),
         }
@@ -233,6 +250,7 @@ impl KitHttpAttachmentOptions {
         let mut json = self.json_diagnostics();
         json.bind(&section)?;
         self.redact_sensitive_data = json.redact_sensitive_data;
+        self.redact_credential_forms = json.redact_credential_forms;
         self.max_diagnostic_body_length = json.max_diagnostic_body_length;
         self.sensitive_json_properties = json.sensitive_json_properties;
         Ok(())
@@ -340,6 +358,7 @@ mod tests {
                 && o.capture_responses
                 && o.capture_expected_shapes
                 && o.redact_sensitive_data
+                && o.redact_credential_forms
         );
         assert_eq!(o.max_diagnostic_body_length, 65_536);
         assert_eq!(o.sensitive_headers.len(), 5);
@@ -395,6 +414,19 @@ mod tests {
         assert!(rest.capture_responses);
         let rest = RestResponseOptions::resolve(Some("Kit:Rest:Responses"), [], &c).unwrap();
         assert_eq!(rest.max_response_body_bytes, DEFAULT_MAX_RESPONSE_BODY_BYTES);
+    }
+
+    #[test]
+    fn credential_forms_are_switched_in_the_section_and_reach_json_diagnostics() {
+        let c = config(&[("Kit:Rest:Attachments:RedactCredentialForms", "false")]);
+        let o = KitHttpAttachmentOptions::resolve(Some("Kit:Rest:Attachments"), [], &c).unwrap();
+        assert!(!o.redact_credential_forms && o.redact_sensitive_data);
+        assert!(!o.json_diagnostics().redact_credential_forms);
+        let bad = config(&[("Kit:Rest:Attachments:RedactCredentialForms", "nope")]);
+        let error = KitHttpAttachmentOptions::resolve(Some("Kit:Rest:Attachments"), [], &bad)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("RedactCredentialForms"), "{error}");
     }
 
     #[test]

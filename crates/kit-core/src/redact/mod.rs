@@ -855,6 +855,8 @@ fn cut(text: &mut String, max_chars: usize) -> bool {
 pub struct Sanitizer {
     rules: Arc<Rules>,
     redact: bool,
+    /// Credentials known by their form are redacted (rule 10), with `redact` only.
+    forms: bool,
     max_body_chars: usize,
     secrets: Arc<SecretRegistry>,
 }
@@ -870,6 +872,7 @@ impl Sanitizer {
                 &options.sensitive_json_properties,
             )),
             redact: options.redact_sensitive_data,
+            forms: options.redact_credential_forms,
             max_body_chars: options.max_diagnostic_body_length,
             secrets,
         }
@@ -880,6 +883,7 @@ impl Sanitizer {
     pub fn for_json(options: &JsonDiagnosticOptions, secrets: Arc<SecretRegistry>) -> Self {
         let mut http = KitHttpAttachmentOptions::default();
         http.redact_sensitive_data = options.redact_sensitive_data;
+        http.redact_credential_forms = options.redact_credential_forms;
         http.max_diagnostic_body_length = options.max_diagnostic_body_length;
         http.sensitive_json_properties
             .clone_from(&options.sensitive_json_properties);
@@ -907,6 +911,7 @@ impl Sanitizer {
         Sanitizer {
             rules: Arc::clone(&self.rules),
             redact: self.redact,
+            forms: self.forms,
             max_body_chars: self.max_body_chars,
             secrets,
         }
@@ -956,6 +961,7 @@ impl Sanitizer {
         Arc::ptr_eq(&self.rules, &other.rules)
             && Arc::ptr_eq(&self.secrets, &other.secrets)
             && self.redact == other.redact
+            && self.forms == other.forms
             && self.max_body_chars == other.max_body_chars
     }
 
@@ -986,11 +992,16 @@ impl Sanitizer {
                 Cow::Borrowed(_) => None,
             }
         };
-        formats::credentials_in(text, &mut self.remember());
+        if self.forms {
+            formats::credentials_in(text, &mut self.remember());
+        }
         let Some(mut replaced) = replace(text) else {
             return Cow::Borrowed(text);
         };
-        for _ in 0..FORM_PASSES {
+        // Without rule 10 no pass is made: what a replacement or a cut makes of a form is
+        // left, as every other form is.
+        let passes = if self.forms { FORM_PASSES } else { 0 };
+        for _ in 0..passes {
             let mut met_new = false;
             formats::credentials_in(&replaced, &mut |credential| {
                 met_new |= self.secrets.remember(credential);

@@ -1006,10 +1006,6 @@ fn rule_5_markup_carried_as_a_json_string_is_redacted() {
     carried_in_turn_as_deep_as_4_mb_allow(|text| format!("<a>{text}</a>"));
 }
 
-/// A sensitive header written as a header line in prose (a request dumped as text, a
-/// `curl -H '…'` in a JSON string, a failure message, markup's text) has its value redacted
-/// whole, as the header's own is (rule 1), to the line's end or the quote that opened before
-/// its name; the value's credential and cookies become known secrets.
 /// A JWT as a server signs one: `{"alg":"HS256","typ":"JWT"}`, claims, a signature.
 const JWT: &str = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkFkYSJ9.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c";
 
@@ -1059,6 +1055,51 @@ fn rule_10_credentials_are_known_by_their_form_under_any_name() {
     assert!(off.secrets().is_empty());
 }
 
+/// Rule 10 can be turned off alone (`RedactCredentialForms`): a token-shaped fixture or an
+/// expired JWT stays readable, under a name no list holds; names and known secrets still
+/// redact.
+#[test]
+fn rule_10_can_be_turned_off_alone() {
+    let mut options = KitHttpAttachmentOptions::default();
+    options.redact_credential_forms = false;
+    let s = Sanitizer::new(&options, Arc::new(SecretRegistry::new()));
+    let fixture = "sk_test_51HxYzAbCdEfGhIjKlMnOpQr";
+    let json = format!(r#"{{"data":{{"login":"{JWT}"}},"key":"{fixture}","token":"t0k-1234567"}}"#);
+    assert_eq!(
+        s.body(Some("application/json"), json.as_bytes()),
+        format!(r#"{{"data":{{"login":"{JWT}"}},"key":"{fixture}","token":"[REDACTED]"}}"#),
+        "by name only"
+    );
+    // A value redacted by its name is still known by value where it turns up (rule 8).
+    assert_eq!(s.text("echo t0k-1234567"), "echo [REDACTED]");
+    assert_eq!(s.header("X-Auth-Token", &[fixture]), fixture);
+    assert_eq!(
+        s.text(&format!("signed in: {fixture}")),
+        format!("signed in: {fixture}")
+    );
+    // A cut leaves what it makes of a form too.
+    let mut options = options.clone();
+    options.max_diagnostic_body_length = 36;
+    let cut = Sanitizer::new(&options, Arc::new(SecretRegistry::new()));
+    assert_eq!(
+        cut.body(
+            Some("text/plain"),
+            b"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0 and more"
+        ),
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0... [9 characters truncated]"
+    );
+    // On by default, and the same options make the same sanitizer.
+    assert_eq!(
+        sanitizer().text(&format!("signed in: {fixture}")),
+        "signed in: [REDACTED]"
+    );
+    assert!(!s.is_same(&sanitizer()));
+}
+
+/// A sensitive header written as a header line in prose (a request dumped as text, a
+/// `curl -H '…'` in a JSON string, a failure message, markup's text) has its value redacted
+/// whole, as the header's own is (rule 1), to the line's end or the quote that opened before
+/// its name; the value's credential and cookies become known secrets.
 #[test]
 fn rule_1_header_lines_in_prose_are_redacted() {
     let s = sanitizer();
