@@ -1088,12 +1088,11 @@ fn rule_10_can_be_turned_off_alone() {
         ),
         "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0... [9 characters truncated]"
     );
-    // On by default, and the same options make the same sanitizer.
+    // On by default.
     assert_eq!(
         sanitizer().text(&format!("signed in: {fixture}")),
         "signed in: [REDACTED]"
     );
-    assert!(!s.is_same(&sanitizer()));
 }
 
 /// A sensitive header written as a header line in prose (a request dumped as text, a
