@@ -1,6 +1,6 @@
 //! The sanitizer on arbitrary bytes: any content type, any cap. It must not panic, its output
 //! must respect the cap, a secret it was told about must never come out, and nor must a
-//! credential by its form (what `kit-cli audit` looks for). A body that
+//! credential by its form (what `kit-cli audit` looks for) unless rule 10 is off. A body that
 //! serde_json reads as a document, the JSON scanner is held to serde: every sensitive member
 //! of what it writes, where that reads as JSON, holds `"[REDACTED]"`.
 
@@ -48,6 +48,18 @@ pub(crate) fn check(data: &[u8]) {
     clean(&sanitizer.header("location", &[&text]));
     clean(&sanitizer.header("Link", &[&text, "<"]));
     clean(&sanitizer.header("Refresh", &[&text]));
+
+    // With rule 10 off (`RedactCredentialForms`) a credential's form may stay, but the rest
+    // holds: the cap, and the planted secret.
+    options.redact_credential_forms = false;
+    let secrets = Arc::new(SecretRegistry::new());
+    secrets.remember(PLANTED);
+    let without_forms = Sanitizer::new(&options, secrets);
+    let out = without_forms.body(kind, body);
+    assert!(out.chars().count() <= options.max_diagnostic_body_length + marker);
+    assert!(!out.contains(PLANTED), "{out}");
+    assert!(!without_forms.text(&text).contains(PLANTED));
+    assert!(!without_forms.header("x-anything", &[&text]).contains(PLANTED));
 
     if matches!(
         kind,
