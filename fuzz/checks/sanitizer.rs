@@ -30,9 +30,7 @@ pub(crate) fn check(data: &[u8]) {
     };
     let mut options = KitHttpAttachmentOptions::default();
     options.max_diagnostic_body_length = usize::from(head >> 3) * 16;
-    let secrets = Arc::new(SecretRegistry::new());
-    secrets.remember(PLANTED);
-    let sanitizer = Sanitizer::new(&options, secrets);
+    let sanitizer = told_of_planted(&options);
     let kind = TYPES[usize::from(head) % TYPES.len()];
 
     let out = sanitizer.body(kind, body);
@@ -52,9 +50,7 @@ pub(crate) fn check(data: &[u8]) {
     // With rule 10 off (`RedactCredentialForms`) a credential's form may stay, but the rest
     // holds: the cap, and the planted secret.
     options.redact_credential_forms = false;
-    let secrets = Arc::new(SecretRegistry::new());
-    secrets.remember(PLANTED);
-    let without_forms = Sanitizer::new(&options, secrets);
+    let without_forms = told_of_planted(&options);
     let out = without_forms.body(kind, body);
     assert!(out.chars().count() <= options.max_diagnostic_body_length + marker);
     assert!(!out.contains(PLANTED), "{out}");
@@ -67,6 +63,13 @@ pub(crate) fn check(data: &[u8]) {
     ) {
         every_sensitive_member_is_redacted(kind, body);
     }
+}
+
+/// A sanitizer of `options` whose run has met the planted secret.
+fn told_of_planted(options: &KitHttpAttachmentOptions) -> Sanitizer {
+    let secrets = Arc::new(SecretRegistry::new());
+    secrets.remember(PLANTED);
+    Sanitizer::new(options, secrets)
 }
 
 /// Neither the planted secret nor any credential by its form is in what the sanitizer wrote.
