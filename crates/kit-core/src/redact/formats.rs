@@ -158,16 +158,17 @@ const LONGEST_LABEL: usize = 40;
 /// How far a PEM block's end is looked for: a 16 384-bit RSA key is some 12 KiB.
 const LONGEST_PEM: usize = 64 * 1024;
 
-/// Calls `found` with each credential written in `text`, as written there. A credential in a
-/// JSON string keeps its escapes (`\n` in a PEM block, `\/` where an encoder escapes `/`),
-/// which is the form [`replace_known_in_json`](super::SecretRegistry::replace_known_in_json)
-/// looks for in the same text.
-pub(crate) fn credentials_in(text: &str, found: &mut dyn FnMut(&str)) {
+/// Calls `found` with each credential written in `bytes` (a text's, or a binary body's), as
+/// written there. A credential in a JSON string keeps its escapes (`\n` in a PEM block, `\/`
+/// where an encoder escapes `/`), which is the form
+/// [`replace_known_in_json`](super::SecretRegistry::replace_known_in_json) looks for in the
+/// same text.
+pub(crate) fn credentials_in(bytes: &[u8], found: &mut dyn FnMut(&str)) {
     let mut at = 0;
-    while let Some((span, _)) = next_credential(text.as_bytes(), at) {
-        // Spans end on ASCII bytes and start at the prefix or a key's first byte: character
-        // boundaries.
-        if let Some(credential) = text.get(span.clone()) {
+    while let Some((span, _)) = next_credential(bytes, at) {
+        // A credential's bytes are ASCII (a PEM key's line ends too), so in text its span
+        // lies on character boundaries, and in bytes that are not text it is text itself.
+        if let Ok(credential) = std::str::from_utf8(&bytes[span.clone()]) {
             found(credential);
         }
         at = span.end.max(at + 1);
@@ -329,7 +330,7 @@ mod tests {
 
     fn found(text: &str) -> Vec<String> {
         let mut all = Vec::new();
-        credentials_in(text, &mut |c| all.push(c.to_owned()));
+        credentials_in(text.as_bytes(), &mut |c| all.push(c.to_owned()));
         all
     }
 
@@ -433,7 +434,7 @@ mod tests {
             let text = unit.repeat(n / unit.len());
             let count = crate::redact::tests::linear(move || {
                 let mut count = 0;
-                credentials_in(&text, &mut |_| count += 1);
+                credentials_in(text.as_bytes(), &mut |_| count += 1);
                 count
             });
             assert!(count <= n / 16, "{unit}: {count}");
@@ -523,6 +524,7 @@ mod tests {
                 None, Some("application/json"), Some("text/plain"), Some("text/html"),
                 Some("application/xml"), Some("application/x-www-form-urlencoded"),
             ]),
+            not_utf8_at in proptest::prelude::any::<proptest::sample::Index>(),
         ) {
             let text: String = pieces.concat();
             let sanitizer = crate::redact::tests::sanitizer();
@@ -530,6 +532,13 @@ mod tests {
             proptest::prop_assert_eq!(first_credential(written.as_bytes()), None, "{}", written);
             let written = sanitizer.body(content_type, text.as_bytes());
             proptest::prop_assert_eq!(first_credential(written.as_bytes()), None, "{}", written);
+            // The same bytes with one that is no UTF-8 among them: a binary body, kept as bytes.
+            let mut bytes = text.into_bytes();
+            bytes.insert(not_utf8_at.index(bytes.len() + 1), 0xff);
+            let recorded = sanitizer.recorded_body(content_type, &bytes);
+            proptest::prop_assert!(recorded.base64);
+            let kept = base64::engine::general_purpose::STANDARD.decode(&recorded.text).unwrap();
+            proptest::prop_assert_eq!(first_credential(&kept), None, "{}", String::from_utf8_lossy(&kept));
         }
     }
 }

@@ -51,7 +51,7 @@ mod script;
 mod secrets;
 mod url;
 
-use std::borrow::Cow;
+use std::borrow::{Borrow, Cow};
 use std::sync::Arc;
 
 use aho_corasick::{AhoCorasick, packed};
@@ -827,6 +827,16 @@ pub struct RecordedBody {
     pub base64: bool,
 }
 
+impl RecordedBody {
+    /// Bytes that are not text, as recorded.
+    fn base64(bytes: &[u8]) -> Self {
+        RecordedBody {
+            text: base64::engine::general_purpose::STANDARD.encode(bytes),
+            base64: true,
+        }
+    }
+}
+
 /// Cuts `text` after `max_chars` characters and appends `... [N characters truncated]`.
 pub fn truncate(mut text: String, max_chars: usize) -> String {
     cut(&mut text, max_chars);
@@ -981,7 +991,7 @@ impl Sanitizer {
     /// sanitizer writes holds no credential by its form, as `kit-cli audit` looks for them. A
     /// text with nothing replaced costs no second search.
     fn replace_known_and_forms<'t>(&self, text: &'t str, json: bool) -> Cow<'t, str> {
-        let replace = |text: &str| -> Option<String> {
+        self.replace_known_and_forms_with(text, |text: &str| {
             let replaced = if json {
                 self.secrets.replace_known_in_json(text)
             } else {
@@ -991,9 +1001,33 @@ impl Sanitizer {
                 Cow::Owned(replaced) => Some(replaced),
                 Cow::Borrowed(_) => None,
             }
-        };
+        })
+    }
+
+    /// [`replace_known_and_forms`](Self::replace_known_and_forms) on bytes that are not text
+    /// (a binary body): a credential's bytes are ASCII, so a protocol buffer's or a
+    /// zip's stored token is found as a text's is.
+    fn replace_known_and_forms_in_bytes<'b>(&self, bytes: &'b [u8]) -> Cow<'b, [u8]> {
+        self.replace_known_and_forms_with(bytes, |bytes: &[u8]| {
+            match self.secrets.replace_known_bytes(bytes) {
+                Cow::Owned(replaced) => Some(replaced),
+                Cow::Borrowed(_) => None,
+            }
+        })
+    }
+
+    /// The passes of [`replace_known_and_forms`](Self::replace_known_and_forms), for text or
+    /// bytes: `replace` replaces the known secrets, or says there was none.
+    fn replace_known_and_forms_with<'t, T>(
+        &self,
+        text: &'t T,
+        replace: impl Fn(&T) -> Option<T::Owned>,
+    ) -> Cow<'t, T>
+    where
+        T: ?Sized + ToOwned + AsRef<[u8]>,
+    {
         if self.forms {
-            formats::credentials_in(text, &mut self.remember());
+            formats::credentials_in(text.as_ref(), &mut self.remember());
         }
         let Some(mut replaced) = replace(text) else {
             return Cow::Borrowed(text);
@@ -1003,14 +1037,14 @@ impl Sanitizer {
         let passes = if self.forms { FORM_PASSES } else { 0 };
         for _ in 0..passes {
             let mut met_new = false;
-            formats::credentials_in(&replaced, &mut |credential| {
+            formats::credentials_in(replaced.borrow().as_ref(), &mut |credential| {
                 met_new |= self.secrets.remember(credential);
             });
             // Nothing new, nothing more to replace: the known secrets were, just now.
             if !met_new {
                 break;
             }
-            match replace(&replaced) {
+            match replace(replaced.borrow()) {
                 Some(again) => replaced = again,
                 None => break,
             }
@@ -1231,8 +1265,9 @@ impl Sanitizer {
     }
 
     /// A body as the trace keeps it: [`body`](Self::body) when it is UTF-8 text; otherwise
-    /// the bytes themselves, known secrets replaced and cut at the cap (in bytes), base64
-    /// encoded, so a binary body survives to exports (HAR) whole instead of as U+FFFD.
+    /// the bytes themselves, known secrets and credentials by their form (rule 10) replaced
+    /// and cut at the cap (in bytes), base64 encoded, so a binary body survives to exports
+    /// (HAR) whole instead of as U+FFFD.
     pub fn recorded_body(&self, content_type: Option<&str>, body: &[u8]) -> RecordedBody {
         if let Ok(text) = std::str::from_utf8(body) {
             return RecordedBody {
@@ -1240,16 +1275,13 @@ impl Sanitizer {
                 base64: false,
             };
         }
-        let bytes = if self.redact {
-            self.secrets.replace_known_bytes(body)
-        } else {
-            Cow::Borrowed(body)
-        };
-        let cut = &bytes[..bytes.len().min(self.max_body_chars)];
-        RecordedBody {
-            text: base64::engine::general_purpose::STANDARD.encode(cut),
-            base64: true,
+        if !self.redact {
+            return RecordedBody::base64(&body[..body.len().min(self.max_body_chars)]);
         }
+        let replaced = self.replace_known_and_forms_in_bytes(body);
+        // Unlike text's, this cut adds no marker, whose dots could end a JWT's payload: it
+        // only shortens the last run of bytes, and no form is made by shortening one.
+        RecordedBody::base64(&replaced[..replaced.len().min(self.max_body_chars)])
     }
 
     /// `text` redacted as its kind; `depth` counts the multipart bodies it is inside.

@@ -1927,6 +1927,46 @@ fn a_binary_body_keeps_its_bytes_but_not_a_known_secret() {
     );
 }
 
+/// A credential known by its form is found in a body that is not UTF-8 too (rule 10): a
+/// protocol buffer's token field, a zip's stored file. Its bytes are replaced, and it is known
+/// by value afterwards, as in text; with the rule off it stays, as in text.
+#[test]
+fn a_binary_body_keeps_no_credential_by_its_form() {
+    use base64::Engine as _;
+    let decode = |recorded: RecordedBody| {
+        assert!(recorded.base64);
+        base64::engine::general_purpose::STANDARD
+            .decode(recorded.text)
+            .unwrap()
+    };
+    let github = format!("ghp_{}", "a1B2c3D4e5".repeat(4));
+    // A protocol buffer: field 3, the number 150 (a varint's bytes, no UTF-8); field 1, a
+    // string of 44 bytes (the token); field 2, one of 125 (the JWT).
+    let mut body = vec![0x18, 0x96, 0x01, 0x0a, 44];
+    body.extend_from_slice(github.as_bytes());
+    body.extend_from_slice(&[0x12, 125]);
+    body.extend_from_slice(JWT.as_bytes());
+    assert_eq!((github.len(), JWT.len()), (44, 125));
+    let s = sanitizer();
+    let mut expected = vec![0x18, 0x96, 0x01, 0x0a, 44];
+    expected.extend_from_slice(b"[REDACTED]\x12\x7d[REDACTED]");
+    assert_eq!(
+        decode(s.recorded_body(Some("application/x-protobuf"), &body)),
+        expected
+    );
+    assert_eq!(s.text(&format!("again: {JWT}")), "again: [REDACTED]");
+    // Replaced, then cut at the cap (20 bytes, inside the second marker): no byte of the JWT
+    // is kept.
+    let mut options = KitHttpAttachmentOptions::default();
+    options.max_diagnostic_body_length = 20;
+    let cut = Sanitizer::new(&options, Arc::new(SecretRegistry::new()));
+    assert_eq!(decode(cut.recorded_body(None, &body)), expected[..20].to_vec());
+    let mut options = KitHttpAttachmentOptions::default();
+    options.redact_credential_forms = false;
+    let off = Sanitizer::new(&options, Arc::new(SecretRegistry::new()));
+    assert_eq!(decode(off.recorded_body(None, &body)), body);
+}
+
 #[test]
 fn rule_7_bodies_are_cut_with_the_exact_marker() {
     let mut options = KitHttpAttachmentOptions::default();
