@@ -38,6 +38,20 @@ pub(crate) fn check(data: &[u8]) {
     assert!(out.chars().count() <= options.max_diagnostic_body_length + marker);
     clean(&out);
 
+    // The body as the trace keeps it: bytes that are no UTF-8 stay bytes, base64 encoded,
+    // cut at the cap in bytes, and held to the same search.
+    let recorded = sanitizer.recorded_body(kind, body);
+    if recorded.base64 {
+        use base64::Engine as _;
+        let kept = base64::engine::general_purpose::STANDARD
+            .decode(&recorded.text)
+            .expect("base64");
+        assert!(kept.len() <= options.max_diagnostic_body_length);
+        clean_bytes(&kept);
+    } else {
+        clean(&recorded.text);
+    }
+
     let text = String::from_utf8_lossy(body);
     clean(&sanitizer.url(&text));
     clean(&sanitizer.text(&text));
@@ -76,6 +90,16 @@ fn told_of_planted(options: &KitHttpAttachmentOptions) -> Sanitizer {
 fn clean(out: &str) {
     assert!(!out.contains(PLANTED), "{out}");
     assert_eq!(first_credential(out.as_bytes()), None, "{out}");
+}
+
+/// [`clean`] for bytes that are not text.
+fn clean_bytes(out: &[u8]) {
+    let shown = String::from_utf8_lossy(out);
+    assert!(
+        !out.windows(PLANTED.len()).any(|w| w == PLANTED.as_bytes()),
+        "{shown}"
+    );
+    assert_eq!(first_credential(out), None, "{shown}");
 }
 
 /// The JSON scanner is the kit's own, written for speed; serde_json is the reference for what
