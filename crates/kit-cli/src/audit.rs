@@ -4,8 +4,11 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use base64::Engine as _;
 use kit_core::redact::{LeakScanner, first_credential};
 use kit_trace::{ArchiveReader, TraceError};
+use memchr::memmem;
+use std::ops::Range;
 
 /// What an audit searches for besides the secrets the run met.
 pub(crate) struct Search<'a> {
@@ -20,25 +23,123 @@ pub(crate) struct Search<'a> {
 /// An entry holding a secret: the first in it.
 pub(crate) struct Finding {
     pub(crate) entry: String,
+    /// Where the secret is in the entry; for one in base64, where the base64 starts.
     pub(crate) offset: usize,
+    /// For a secret in base64: where it is in the bytes the base64 stands for.
+    pub(crate) in_base64: Option<usize>,
     /// `None` for a secret the run met (or the secrets file holds); else what credential its
     /// form says it is.
     pub(crate) form: Option<&'static str>,
 }
 
+/// A secret found in an entry: where, where in the bytes of the base64 there if it is in
+/// base64, and what its form says it is (`None` for a known secret).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct Found {
+    offset: usize,
+    in_base64: Option<usize>,
+    form: Option<&'static str>,
+}
+
 /// The first secret in `bytes`: the earliest of a known secret and a credential by its form,
 /// the known secret where both start at one byte (it says more: the run met it).
-fn first_secret(bytes: &[u8], scanner: &LeakScanner, forms: bool) -> Option<(usize, Option<&'static str>)> {
-    let known = scanner.find(bytes).map(|leak| (leak.offset, None));
-    let form = forms
-        .then(|| first_credential(bytes))
-        .flatten()
-        .map(|c| (c.offset, Some(c.what)));
-    match (known, form) {
-        (Some(known), Some(form)) if form.0 < known.0 => Some(form),
-        (Some(known), _) => Some(known),
-        (None, form) => form,
+///
+/// In event lines (`events`), bytes the trace keeps as base64 (a binary body, an attachment
+/// that is not text) are searched as the bytes they stand for, not as their base64: a secret
+/// in them cannot be seen in the base64's letters, and those letters can take a credential's
+/// form by chance (`+AIza` and 35 more is a Google API key's). Other entries (a blob, the
+/// manifest) are searched as they are.
+fn first_secret(bytes: &[u8], events: bool, scanner: &LeakScanner, forms: bool) -> Option<Found> {
+    let encoded = if events { base64_strings(bytes) } else { Vec::new() };
+    let known = scanner.find(bytes).map(|leak| Found {
+        offset: leak.offset,
+        in_base64: None,
+        form: None,
+    });
+    let form = forms.then(|| first_form_outside(bytes, &encoded)).flatten();
+    let decoded = encoded.iter().find_map(|span| {
+        let decoded = base64::engine::general_purpose::STANDARD
+            .decode(&bytes[span.clone()])
+            .ok()?;
+        let at = |offset, form| Found {
+            offset: span.start,
+            in_base64: Some(offset),
+            form,
+        };
+        earlier(
+            scanner.find(&decoded).map(|leak| at(leak.offset, None)),
+            forms
+                .then(|| first_credential(&decoded))
+                .flatten()
+                .map(|c| at(c.offset, Some(c.what))),
+        )
+    });
+    earlier(earlier(known, form), decoded)
+}
+
+/// The earlier of two secrets found; at one place, the first (a known secret is passed first:
+/// it says more, the run met it).
+fn earlier(a: Option<Found>, b: Option<Found>) -> Option<Found> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(if (b.offset, b.in_base64) < (a.offset, a.in_base64) {
+            b
+        } else {
+            a
+        }),
+        (a, b) => a.or(b),
     }
+}
+
+/// The first credential by its form in `bytes` that does not lie in one of the base64
+/// strings `encoded` (in order).
+fn first_form_outside(bytes: &[u8], encoded: &[Range<usize>]) -> Option<Found> {
+    let mut from = 0;
+    loop {
+        let found = first_credential(&bytes[from..])?;
+        let start = from + found.offset;
+        match encoded.iter().find(|span| span.contains(&start)) {
+            // Searched again from the string's closing quote, which no credential's bytes
+            // hold: what follows is read as it would have been.
+            Some(span) => from = span.end,
+            None => {
+                return Some(Found {
+                    offset: start,
+                    in_base64: None,
+                    form: Some(found.what),
+                });
+            }
+        }
+    }
+}
+
+/// The base64 strings of an entry's event lines, in order: an attachment's bytes that are not
+/// text (`{"inline":"…"}`), and a request's or response's body that is not (`kit.http.….body`
+/// on a line whose `….body.encoding` is `base64`). Each is the string between its quotes;
+/// one that does not decode is left to be searched as text.
+///
+/// Both are looked for by what is rare (`"inline":"`, the encoding): every response has a
+/// body, few are not text, and an audit reads every line of a run.
+fn base64_strings(bytes: &[u8]) -> Vec<Range<usize>> {
+    let string_at = |start: usize| memchr::memchr(b'"', &bytes[start..]).map(|len| start..start + len);
+    let inline = br#""inline":""#;
+    let mut spans: Vec<Range<usize>> = memmem::find_iter(bytes, inline)
+        .filter_map(|at| string_at(at + inline.len()))
+        .collect();
+    let encoding = br#".body.encoding":"base64""#;
+    for at in memmem::find_iter(bytes, encoding) {
+        // The attribute's name up to `.body`: `"kit.http.request` or `"kit.http.response`.
+        let Some(name_start) = memchr::memrchr(b'"', &bytes[..at]) else {
+            continue;
+        };
+        let key = [&bytes[name_start..at], br#".body":""#].concat();
+        let line_start = memchr::memrchr(b'\n', &bytes[..name_start]).map_or(0, |i| i + 1);
+        let line_end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |i| at + i);
+        if let Some(body) = memmem::find(&bytes[line_start..line_end], &key) {
+            spans.extend(string_at(line_start + body + key.len()));
+        }
+    }
+    spans.sort_unstable_by_key(|span| span.start);
+    spans
 }
 
 /// What an audit found.
@@ -111,8 +212,21 @@ fn scan(reader: ArchiveReader, scanner: &LeakScanner, forms: bool) -> Result<Vec
                             failed_at.fetch_min(index, Ordering::Relaxed);
                             (index, e)
                         })?;
-                        if let Some((offset, form)) = first_secret(&bytes, scanner, forms) {
-                            found.push((index, Finding { entry, offset, form }));
+                        if let Some(Found {
+                            offset,
+                            in_base64,
+                            form,
+                        }) = first_secret(&bytes, entry.ends_with(".jsonl"), scanner, forms)
+                        {
+                            found.push((
+                                index,
+                                Finding {
+                                    entry,
+                                    offset,
+                                    in_base64,
+                                    form,
+                                },
+                            ));
                         }
                     }
                     Ok(found)
@@ -153,14 +267,18 @@ pub(crate) fn run(archive: &Path, search: &Search<'_>) -> Result<(), crate::Exit
     let result = audit(archive, search).map_err(crate::Exit::input)?;
     let mut text = String::new();
     for finding in &result.findings {
+        let place = match finding.in_base64 {
+            None => format!("at byte {}", finding.offset),
+            Some(within) => format!(
+                "in the base64 at byte {}, at byte {within} of what it stands for",
+                finding.offset
+            ),
+        };
         match finding.form {
-            None => text.push_str(&format!(
-                "secret found in entry {} at byte {}\n",
-                finding.entry, finding.offset
-            )),
+            None => text.push_str(&format!("secret found in entry {} {place}\n", finding.entry)),
             Some(what) => text.push_str(&format!(
-                "credential found in entry {} at byte {}: {what}, by its form\n",
-                finding.entry, finding.offset
+                "credential found in entry {} {place}: {what}, by its form\n",
+                finding.entry
             )),
         }
     }

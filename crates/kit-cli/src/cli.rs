@@ -84,8 +84,8 @@ pub(crate) enum Command {
     },
     /// Searches every byte of every entry (decompressed) for the secrets the run met, for
     /// those in a secrets file, and for credentials known by their form (JSON Web Tokens, PEM
-    /// private keys, GitHub, Stripe, Slack… tokens). Exits 1 naming each entry where one is
-    /// found.
+    /// private keys, GitHub, Stripe, Slack… tokens); bytes kept in base64 as the bytes they
+    /// stand for. Exits 1 naming each entry where one is found.
     Audit {
         /// The archive.
         archive: PathBuf,

@@ -616,6 +616,122 @@ fn audit_finds_a_credential_by_its_form_that_the_run_never_met() {
     );
 }
 
+/// An archive whose run met `secret`, and whose test `t` attached `bytes` (not text: kept in
+/// its segment as base64) and observed an exchange of `attributes`.
+fn archive_with_bytes(dir: &Path, secret: &str, bytes: &[u8], attributes: Attributes) -> PathBuf {
+    let run_id = RunId::new("audited").unwrap();
+    let secrets = std::sync::Arc::new(SecretRegistry::new());
+    assert!(secrets.remember(secret));
+    let writer = ArchiveWriter::with_options(
+        dir,
+        RunManifest::new(run_id.clone(), "cargo-test"),
+        WriterOptions::default(),
+    )
+    .unwrap()
+    .with_secrets(std::sync::Arc::clone(&secrets));
+    let path = writer.path().to_owned();
+    let run = KitRun::with_secrets(
+        KitBuilder::new(Configuration::new()).build().unwrap().host,
+        Bus::builder().collector(writer).start(),
+        run_id,
+        secrets,
+    );
+    let ctx = run.begin_test(TestStarted::new("t"));
+    ctx.attach(
+        None,
+        Attachment::new("rest-01-response", "application/octet-stream", bytes.to_vec()),
+    );
+    ctx.observe(None, Observation::new("http.response", attributes));
+    ctx.finish(TestOutcome::Passed).unwrap();
+    path
+}
+
+/// `kit-cli audit`'s exit code and stdout on [`archive_with_bytes`], the response's body
+/// `body_base64` as the kit records a body that is not text.
+fn audit_of_bytes(secret: &str, bytes: &[u8], body_base64: &str) -> (Option<i32>, String) {
+    audit_of_exchange(
+        secret,
+        bytes,
+        Attributes::new()
+            .with(semconv::KIT_RESPONSE_BODY, body_base64.to_owned())
+            .with(semconv::KIT_RESPONSE_BODY_ENCODING, "base64"),
+    )
+}
+
+/// `kit-cli audit`'s exit code and stdout on [`archive_with_bytes`].
+fn audit_of_exchange(secret: &str, bytes: &[u8], attributes: Attributes) -> (Option<i32>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let output = audit(&archive_with_bytes(dir.path(), secret, bytes, attributes), None);
+    (output.status.code(), stdout(&output))
+}
+
+/// Bytes that are not text are kept in base64, in an attachment's `inline` and in a body whose
+/// encoding says so. The audit searches them as the bytes they stand for: a secret in them is
+/// found, and a credential's form that their letters take by chance is not one.
+#[test]
+fn audit_searches_base64_as_the_bytes_it_stands_for() {
+    use base64::Engine as _;
+    let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+    let secret = "tok-9f8e7d6c5b4a";
+    let clean = b"\xff\xfe binary \x00".as_slice();
+    let (code, text) = audit_of_bytes(secret, clean, &b64(clean));
+    assert_eq!(code, Some(0), "{text}");
+
+    // A JWT in a binary attachment.
+    let mut with_jwt = clean.to_vec();
+    with_jwt.extend_from_slice(JWT.as_bytes());
+    let (code, text) = audit_of_bytes(secret, &with_jwt, &b64(clean));
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.starts_with("credential found in entry runs/audited/tests/"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with(", at byte 11 of what it stands for: a JSON Web Token, by its form\n"),
+        "{text}"
+    );
+    assert!(text.contains(" in the base64 at byte "), "{text}");
+    // The known secret in a binary response body.
+    let mut with_secret = clean.to_vec();
+    with_secret.extend_from_slice(secret.as_bytes());
+    let (code, text) = audit_of_bytes(secret, clean, &b64(&with_secret));
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.starts_with("secret found in entry runs/audited/tests/"),
+        "{text}"
+    );
+    assert!(text.ends_with(", at byte 11 of what it stands for\n"), "{text}");
+    assert!(!text.contains(secret));
+    // And in a request's, its encoding written before it.
+    let (code, text) = audit_of_exchange(
+        secret,
+        clean,
+        Attributes::new()
+            .with(semconv::KIT_REQUEST_BODY_ENCODING, "base64")
+            .with(semconv::KIT_REQUEST_BODY, b64(&with_secret)),
+    );
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.ends_with(", at byte 11 of what it stands for\n"), "{text}");
+
+    // Base64 whose letters read `+AIza` and 35 more, a Google API key's form: the bytes it
+    // stands for hold no key, in an attachment or a body.
+    let letters = format!("////+AIza{}", "Sy0123456789abcdefghijklmnopqrstuvw");
+    assert_eq!(letters.len() % 4, 0);
+    let by_chance = base64::engine::general_purpose::STANDARD
+        .decode(&letters)
+        .unwrap();
+    assert_eq!(b64(&by_chance), letters);
+    let (code, text) = audit_of_bytes(secret, &by_chance, &letters);
+    assert_eq!(code, Some(0), "{text}");
+    // The same letters in a body with no encoding are text, and their form is searched.
+    let dir = tempfile::tempdir().unwrap();
+    let text = stdout(&audit(
+        &archive_with_secret_in(dir.path(), secret, &letters, WriterOptions::default()),
+        None,
+    ));
+    assert!(text.ends_with(": a Google API key, by its form\n"), "{text}");
+}
+
 /// Entries are scanned on several threads: leaks are still listed in the archive's order, and
 /// of two damaged entries the audit names the first, as a scan in order would.
 #[test]
