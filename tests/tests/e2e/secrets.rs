@@ -22,6 +22,43 @@ fn leaked<'s>(secrets: &'s [String], haystack: &[u8]) -> Vec<&'s str> {
         .collect()
 }
 
+/// The bytes of every body the events keep as base64 (`kit.http.….body` whose encoding says
+/// so) and of every attachment kept in its event that is not text.
+fn bytes_in_base64(events: &[kit_core::Event]) -> Vec<Vec<u8>> {
+    use base64::Engine as _;
+    use kit_core::{AttachmentContent, EventKind, semconv};
+    let mut found = Vec::new();
+    for event in events {
+        let attributes = match &event.kind {
+            EventKind::Attachment(attachment) => {
+                if let AttachmentContent::Inline(bytes) = &attachment.content
+                    && std::str::from_utf8(bytes).is_err()
+                {
+                    found.push(bytes.to_vec());
+                }
+                continue;
+            }
+            EventKind::OperationStarted(started) => &started.attributes,
+            EventKind::Observation(observation) => &observation.attributes,
+            _ => continue,
+        };
+        for (body, encoding) in [
+            (semconv::KIT_REQUEST_BODY, semconv::KIT_REQUEST_BODY_ENCODING),
+            (semconv::KIT_RESPONSE_BODY, semconv::KIT_RESPONSE_BODY_ENCODING),
+        ] {
+            if attributes.get_str(encoding) == Some("base64") {
+                let text = attributes.get_str(body).expect("a body beside its encoding");
+                found.push(
+                    base64::engine::general_purpose::STANDARD
+                        .decode(text)
+                        .expect("base64"),
+                );
+            }
+        }
+    }
+    found
+}
+
 fn audit(archive: &Path, secrets_file: Option<&Path>) -> std::process::Output {
     let mut command = kit_cli();
     command.arg("audit").arg(archive);
@@ -47,7 +84,7 @@ fn no_secret_of_the_corpus_survives_in_any_artifact_and_audit_agrees() {
         describe(&output)
     );
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(stdout.contains("25 passed; 3 failed"), "{}", describe(&output));
+    assert!(stdout.contains("26 passed; 3 failed"), "{}", describe(&output));
     assert_eq!(
         leaked(&secrets, &output.stdout),
         Vec::<&str>::new(),
@@ -69,13 +106,20 @@ fn no_secret_of_the_corpus_survives_in_any_artifact_and_audit_agrees() {
         let (name, bytes) = reader.entry(index).unwrap();
         assert_eq!(leaked(&secrets, &bytes), Vec::<&str>::new(), "in entry {name}");
     }
-    let attachments = reader
-        .tests()
-        .flat_map(|t| t.unwrap().events)
+    let events: Vec<kit_core::Event> = reader.tests().flat_map(|t| t.unwrap().events).collect();
+    let attachments = events
+        .iter()
         .filter(|e| matches!(e.kind, kit_core::EventKind::Attachment(_)))
         .count();
     // Every request's body and response was attached (and searched above, as blobs).
     assert!(attachments >= 60, "attachments captured: {attachments}");
+    // Bytes kept as base64 (a body that is not text, in its event and its attachment), as the
+    // bytes they stand for: the search above sees only their letters.
+    let binary = bytes_in_base64(&events);
+    assert!(binary.len() >= 4, "bodies kept as base64: {}", binary.len());
+    for bytes in &binary {
+        assert_eq!(leaked(&secrets, bytes), Vec::<&str>::new(), "in base64");
+    }
 
     // Absent because redacted, not because never sent: the run met every one of them.
     let mut scanner = LeakScanner::new();
