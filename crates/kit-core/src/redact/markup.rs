@@ -499,56 +499,83 @@ pub(crate) fn redact_multipart(
     found: &mut dyn FnMut(&str),
     inner: &mut dyn FnMut(Option<&str>, &str) -> String,
 ) -> String {
+    // Parts of text split at ASCII (the delimiter, the blank line) are text: UTF-8 is
+    // self-synchronising, so no split falls inside a character.
+    let out = redact_multipart_bytes(text.as_bytes(), boundary, rules, found, &mut |ct, part| {
+        inner(ct, &String::from_utf8_lossy(part)).into_bytes()
+    });
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// Redacts a part that is not sensitive by its name, given its content type.
+pub(crate) type PartOfBytes<'a> = dyn FnMut(Option<&str>, &[u8]) -> Vec<u8> + 'a;
+
+/// [`redact_multipart`] on bytes: an upload whose file part is not text (an image beside a
+/// `password` field) is read part by part too. A sensitive part is replaced whole, and
+/// remembered if it is text.
+pub(crate) fn redact_multipart_bytes(
+    bytes: &[u8],
+    boundary: Option<&str>,
+    rules: &Rules,
+    found: &mut dyn FnMut(&str),
+    inner: &mut PartOfBytes<'_>,
+) -> Vec<u8> {
     // Without a declared boundary, the first line names it.
     let detected;
     let boundary = match boundary {
         Some(b) => b,
         None => {
-            let first = text.lines().next().unwrap_or("");
-            match first.strip_prefix("--") {
+            let first = bytes.split(|&b| b == b'\n').next().unwrap_or(b"");
+            let first = first.strip_suffix(b"\r").unwrap_or(first);
+            match std::str::from_utf8(first)
+                .ok()
+                .and_then(|line| line.strip_prefix("--"))
+            {
                 Some(b) if !b.trim().is_empty() => {
                     detected = b.trim().to_owned();
                     &detected
                 }
-                _ => return text.to_owned(),
+                _ => return bytes.to_vec(),
             }
         }
     };
     let delimiter = format!("--{boundary}");
-    let mut out = String::with_capacity(text.len());
-    let mut pieces = text.split(delimiter.as_str());
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut starts = memchr::memmem::find_iter(bytes, delimiter.as_bytes()).peekable();
     // Before the first delimiter: the preamble, kept.
-    if let Some(preamble) = pieces.next() {
-        out.push_str(preamble);
-    }
-    for piece in pieces {
-        out.push_str(&delimiter);
+    let preamble = starts.peek().copied().unwrap_or(bytes.len());
+    out.extend_from_slice(&bytes[..preamble]);
+    while let Some(start) = starts.next() {
+        let piece_start = start + delimiter.len();
+        let piece = &bytes[piece_start..starts.peek().copied().unwrap_or(bytes.len())];
+        out.extend_from_slice(delimiter.as_bytes());
         // Headers end at the first blank line.
-        let split = piece
-            .find("\r\n\r\n")
+        let split = memchr::memmem::find(piece, b"\r\n\r\n")
             .map(|i| (i, 4))
-            .or_else(|| piece.find("\n\n").map(|i| (i, 2)));
+            .or_else(|| memchr::memmem::find(piece, b"\n\n").map(|i| (i, 2)));
         let Some((at, sep)) = split else {
-            out.push_str(piece);
+            out.extend_from_slice(piece);
             continue;
         };
         let headers = &piece[..at + sep];
         let body_and_tail = &piece[at + sep..];
         // The part's body ends before the line break that precedes the next delimiter.
         let body_len = body_and_tail
-            .strip_suffix("\r\n")
-            .or_else(|| body_and_tail.strip_suffix('\n'))
-            .map_or(body_and_tail.len(), str::len);
+            .strip_suffix(b"\r\n")
+            .or_else(|| body_and_tail.strip_suffix(b"\n"))
+            .map_or(body_and_tail.len(), <[u8]>::len);
         let (body, tail) = body_and_tail.split_at(body_len);
-        out.push_str(headers);
-        let (name, content_type) = part_headers(headers);
+        out.extend_from_slice(headers);
+        let (name, content_type) = part_headers(&String::from_utf8_lossy(headers));
         if name.as_deref().is_some_and(|n| rules.is_sensitive_field(n)) {
-            found(body);
-            out.push_str(REDACTED);
+            if let Ok(body) = std::str::from_utf8(body) {
+                found(body);
+            }
+            out.extend_from_slice(REDACTED.as_bytes());
         } else {
-            out.push_str(&inner(content_type.as_deref(), body));
+            out.extend_from_slice(&inner(content_type.as_deref(), body));
         }
-        out.push_str(tail);
+        out.extend_from_slice(tail);
     }
     out
 }

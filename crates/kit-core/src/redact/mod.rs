@@ -1278,7 +1278,8 @@ impl Sanitizer {
         if !self.redact {
             return RecordedBody::base64(&body[..body.len().min(self.max_body_chars)]);
         }
-        let replaced = self.replace_known_and_forms_in_bytes(body);
+        let structured = self.structured_bytes(content_type, body, 0);
+        let replaced = self.replace_known_and_forms_in_bytes(&structured);
         // Unlike text's, this cut adds no marker, whose dots could end a JWT's payload: it
         // only shortens the last run of bytes, and no form is made by shortening one.
         RecordedBody::base64(&replaced[..replaced.len().min(self.max_body_chars)])
@@ -1304,31 +1305,58 @@ impl Sanitizer {
                 &mut found,
                 0,
             )),
-            BodyKind::Multipart(boundary) if depth < MULTIPART_NESTING => {
-                // A part with a type of its own is redacted as that type; a plain field that
-                // holds a JSON document (a file's `metadata`, posted as `-F 'meta={…}'` posts
-                // it) as JSON; any other plain field is kept, but for the URLs written in it.
-                let mut inner = |ct: Option<&str>, part: &str| match ct {
-                    Some(ct) => self.structured(Some(ct), part, depth + 1).into_owned(),
-                    None if opens_document(part.as_bytes()) => {
-                        self.structured_as(BodyKind::Json, part, depth + 1).into_owned()
-                    }
-                    None => url::redact_urls_in_text(part, rules, &mut self.remember(), 0).into_owned(),
-                };
-                Cow::Owned(markup::redact_multipart(
-                    text,
-                    boundary.as_deref(),
-                    rules,
-                    &mut found,
-                    &mut inner,
-                ))
-            }
+            BodyKind::Multipart(boundary) if depth < MULTIPART_NESTING => Cow::Owned(
+                markup::redact_multipart(text, boundary.as_deref(), rules, &mut found, &mut |ct, part| {
+                    self.part(ct, part, depth)
+                }),
+            ),
             BodyKind::Multipart(_) | BodyKind::Text => Cow::Owned(text_with_urls(
                 json::redact_text_fallback(text, rules, &mut found),
                 rules,
                 &mut found,
                 0,
             )),
+        }
+    }
+
+    /// A multipart body's part that is not sensitive by its name, in a body `depth` deep: a
+    /// part with a type of its own is redacted as that type; a plain field that holds a JSON
+    /// document (a file's `metadata`, posted as `-F 'meta={…}'` posts it) as JSON; any other
+    /// plain field is kept, but for the URLs written in it.
+    fn part(&self, content_type: Option<&str>, part: &str, depth: u8) -> String {
+        match content_type {
+            Some(ct) => self.structured(Some(ct), part, depth + 1).into_owned(),
+            None if opens_document(part.as_bytes()) => {
+                self.structured_as(BodyKind::Json, part, depth + 1).into_owned()
+            }
+            None => url::redact_urls_in_text(part, &self.rules, &mut self.remember(), 0).into_owned(),
+        }
+    }
+
+    /// A body that is not text, redacted by its structure where it has one to read in bytes:
+    /// a multipart upload, whose file parts may be binary beside text fields (a `password`, a
+    /// JSON `metadata`), each of which is redacted as in a body of text.
+    fn structured_bytes<'b>(&self, content_type: Option<&str>, bytes: &'b [u8], depth: u8) -> Cow<'b, [u8]> {
+        let multipart = match content_type.and_then(declared_kind) {
+            Some(BodyKind::Multipart(boundary)) => Some(boundary),
+            Some(_) => None,
+            // Without a type, as a body of text is read: a `--` line, then a disposition.
+            None => (bytes.trim_ascii_start().starts_with(b"--")
+                && memchr::memmem::find(bytes, b"Content-Disposition").is_some())
+            .then_some(None),
+        };
+        match multipart {
+            Some(boundary) if depth < MULTIPART_NESTING => Cow::Owned(markup::redact_multipart_bytes(
+                bytes,
+                boundary.as_deref(),
+                &self.rules,
+                &mut self.remember(),
+                &mut |ct, part| match std::str::from_utf8(part) {
+                    Ok(text) => self.part(ct, text, depth).into_bytes(),
+                    Err(_) => self.structured_bytes(ct, part, depth + 1).into_owned(),
+                },
+            )),
+            _ => Cow::Borrowed(bytes),
         }
     }
 

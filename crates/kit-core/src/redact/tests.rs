@@ -1967,6 +1967,56 @@ fn a_binary_body_keeps_no_credential_by_its_form() {
     assert_eq!(decode(off.recorded_body(None, &body)), body);
 }
 
+/// A multipart upload whose file part is not text is a body that is not UTF-8: it is still
+/// read part by part (rule 5), so a `password` field beside an image is redacted by its name,
+/// a JSON part as JSON, and the image's bytes kept (issue 9's fifty-seventh stop; before, the
+/// whole body went by known secrets only, and the password was kept).
+#[test]
+fn a_multipart_upload_with_a_binary_file_is_redacted_part_by_part() {
+    use base64::Engine as _;
+    let image = [0x89, b'P', b'N', b'G', 0xff, 0x00, 0xfe];
+    let upload = || {
+        let mut body = b"--b\r\nContent-Disposition: form-data; name=\"password\"\r\n\r\nhunter2-secret-pw\r\n\
+             --b\r\nContent-Disposition: form-data; name=\"meta\"\r\n\r\n{\"token\":\"t0k-meta-1234\",\"n\":1}\r\n\
+             --b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.png\"\r\nContent-Type: image/png\r\n\r\n"
+            .to_vec();
+        body.extend_from_slice(&image);
+        body.extend_from_slice(b"\r\n--b--\r\n");
+        body
+    };
+    let expected = || {
+        let mut body = b"--b\r\nContent-Disposition: form-data; name=\"password\"\r\n\r\n[REDACTED]\r\n\
+             --b\r\nContent-Disposition: form-data; name=\"meta\"\r\n\r\n{\"token\":\"[REDACTED]\",\"n\":1}\r\n\
+             --b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.png\"\r\nContent-Type: image/png\r\n\r\n"
+            .to_vec();
+        body.extend_from_slice(&image);
+        body.extend_from_slice(b"\r\n--b--\r\n");
+        body
+    };
+    let decode = |recorded: RecordedBody| {
+        assert!(recorded.base64);
+        base64::engine::general_purpose::STANDARD
+            .decode(recorded.text)
+            .unwrap()
+    };
+    let s = sanitizer();
+    let kept = decode(s.recorded_body(Some("multipart/form-data; boundary=b"), &upload()));
+    assert_eq!(kept, expected());
+    // Remembered, as a field's value in a body of text is.
+    assert_eq!(s.text("echo hunter2-secret-pw"), "echo [REDACTED]");
+    // Without a content type, as a body of text is read: its first line names the boundary.
+    let s = sanitizer();
+    assert_eq!(decode(s.recorded_body(None, &upload())), expected());
+    // A part sensitive by its name is replaced whole, bytes or not.
+    let mut key = b"--b\r\nContent-Disposition: form-data; name=\"api_key\"\r\n\r\n".to_vec();
+    key.extend_from_slice(&image);
+    key.extend_from_slice(b"\r\n--b--\r\n");
+    assert_eq!(
+        decode(s.recorded_body(Some("multipart/form-data; boundary=b"), &key)),
+        b"--b\r\nContent-Disposition: form-data; name=\"api_key\"\r\n\r\n[REDACTED]\r\n--b--\r\n"
+    );
+}
+
 #[test]
 fn rule_7_bodies_are_cut_with_the_exact_marker() {
     let mut options = KitHttpAttachmentOptions::default();
