@@ -827,6 +827,19 @@ pub struct RecordedBody {
     pub base64: bool,
 }
 
+/// Text read as Latin-1, as bytes again: each character up to U+00FF is its byte. What a rule
+/// wrote beyond (none of the markers does) is written as UTF-8.
+fn latin1_bytes(text: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len());
+    for c in text.chars() {
+        match u8::try_from(u32::from(c)) {
+            Ok(byte) => out.push(byte),
+            Err(_) => out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
+        }
+    }
+    out
+}
+
 impl RecordedBody {
     /// Bytes that are not text, as recorded.
     fn base64(bytes: &[u8]) -> Self {
@@ -1333,30 +1346,53 @@ impl Sanitizer {
         }
     }
 
-    /// A body that is not text, redacted by its structure where it has one to read in bytes:
-    /// a multipart upload, whose file parts may be binary beside text fields (a `password`, a
-    /// JSON `metadata`), each of which is redacted as in a body of text.
+    /// A body that is not UTF-8, redacted by its structure where it has one to read in bytes:
+    ///
+    /// - a multipart upload, whose file parts may be binary beside text fields (a `password`,
+    ///   a JSON `metadata`), each of which is redacted as in a body of text;
+    /// - a body its type says is JSON, XML, HTML or a form, written in another encoding than
+    ///   UTF-8 (an ISO-8859-1 SOAP message, a Windows-1252 page, a form posted as Latin-1):
+    ///   read as Latin-1, which maps each byte to one character and back, so its names, which
+    ///   are ASCII, are found, and what no rule changes comes out byte for byte.
     fn structured_bytes<'b>(&self, content_type: Option<&str>, bytes: &'b [u8], depth: u8) -> Cow<'b, [u8]> {
-        let multipart = match content_type.and_then(declared_kind) {
-            Some(BodyKind::Multipart(boundary)) => Some(boundary),
-            Some(_) => None,
+        let kind = match content_type.and_then(declared_kind) {
+            Some(kind) => kind,
             // Without a type, as a body of text is read: a `--` line, then a disposition.
-            None => (bytes.trim_ascii_start().starts_with(b"--")
-                && memchr::memmem::find(bytes, b"Content-Disposition").is_some())
-            .then_some(None),
+            None if bytes.trim_ascii_start().starts_with(b"--")
+                && memchr::memmem::find(bytes, b"Content-Disposition").is_some() =>
+            {
+                BodyKind::Multipart(None)
+            }
+            // Bytes of no declared kind are not guessed at: an image is no form.
+            None => return Cow::Borrowed(bytes),
         };
-        match multipart {
-            Some(boundary) if depth < MULTIPART_NESTING => Cow::Owned(markup::redact_multipart_bytes(
-                bytes,
-                boundary.as_deref(),
-                &self.rules,
-                &mut self.remember(),
-                &mut |ct, part| match std::str::from_utf8(part) {
-                    Ok(text) => self.part(ct, text, depth).into_bytes(),
-                    Err(_) => self.structured_bytes(ct, part, depth + 1).into_owned(),
-                },
-            )),
-            _ => Cow::Borrowed(bytes),
+        match kind {
+            BodyKind::Multipart(boundary) if depth < MULTIPART_NESTING => {
+                Cow::Owned(markup::redact_multipart_bytes(
+                    bytes,
+                    boundary.as_deref(),
+                    &self.rules,
+                    &mut self.remember(),
+                    &mut |ct, part| match std::str::from_utf8(part) {
+                        Ok(text) => self.part(ct, text, depth).into_bytes(),
+                        Err(_) => self.structured_bytes(ct, part, depth + 1).into_owned(),
+                    },
+                ))
+            }
+            BodyKind::Multipart(_) | BodyKind::Text => Cow::Borrowed(bytes),
+            kind => {
+                let json = kind == BodyKind::Json;
+                let latin1: String = bytes.iter().copied().map(char::from).collect();
+                let redacted = self.structured_as(kind, &latin1, depth);
+                // Known secrets as characters too: a password of `ä`s met under its name here
+                // is the same characters where the body repeats it, not the same bytes as its
+                // UTF-8, which the caller replaces.
+                let unchanged = matches!(redacted, Cow::Borrowed(_));
+                match self.replace_known_and_forms(&redacted, json) {
+                    Cow::Borrowed(_) if unchanged => Cow::Borrowed(bytes),
+                    replaced => Cow::Owned(latin1_bytes(&replaced)),
+                }
+            }
         }
     }
 

@@ -2017,6 +2017,39 @@ fn a_multipart_upload_with_a_binary_file_is_redacted_part_by_part() {
     );
 }
 
+/// A body its type says is XML or a form, written as ISO-8859-1: not UTF-8, so kept as bytes,
+/// but read by its names as Latin-1, byte for byte (issue 9's fifty-seventh stop; before, it
+/// went by known secrets only). A value of `ä`s met under its name is replaced where the body
+/// repeats it too. Bytes of no declared kind are not guessed at.
+#[test]
+fn a_body_of_text_in_latin_1_is_redacted_by_its_names() {
+    use base64::Engine as _;
+    let decode = |recorded: RecordedBody| {
+        assert!(recorded.base64);
+        base64::engine::general_purpose::STANDARD
+            .decode(recorded.text)
+            .unwrap()
+    };
+    let s = sanitizer();
+    let xml = b"<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><login><user>Jos\xe9</user>\
+        <password>p\xe4ss-w\xf6rd-1</password><note>echo p\xe4ss-w\xf6rd-1</note></login>";
+    assert_eq!(
+        decode(s.recorded_body(Some("application/xml; charset=ISO-8859-1"), xml)),
+        b"<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><login><user>Jos\xe9</user>\
+        <password>[REDACTED]</password><note>echo [REDACTED]</note></login>"
+    );
+    let form = b"name=Jos\xe9&password=hunter2-pw&city=K\xf6ln";
+    assert_eq!(
+        decode(s.recorded_body(Some("application/x-www-form-urlencoded"), form)),
+        b"name=Jos\xe9&password=[REDACTED]&city=K\xf6ln"
+    );
+    // Unchanged, it is the same bytes.
+    let plain = b"<p>Gr\xfc\xdfe</p>";
+    assert_eq!(decode(s.recorded_body(Some("text/html"), plain)), plain);
+    let guessed = b"password=hunter3-pw&x=\xff";
+    assert_eq!(decode(s.recorded_body(None, guessed)), guessed);
+}
+
 #[test]
 fn rule_7_bodies_are_cut_with_the_exact_marker() {
     let mut options = KitHttpAttachmentOptions::default();
