@@ -306,6 +306,23 @@ fn archive_with_secret(dir: &Path, secret: &str, body: &str) -> PathBuf {
 }
 
 fn archive_with_secret_in(dir: &Path, secret: &str, body: &str, options: WriterOptions) -> PathBuf {
+    archive_of_test(dir, secret, options, |ctx| {
+        ctx.attach(
+            None,
+            Attachment::new("rest-01-response", "application/json", body.as_bytes().to_vec())
+                .with_description("200 OK"),
+        );
+    })
+}
+
+/// An archive of `options` whose run met `secret` (remembered by a sanitizer) and ran one
+/// passing test `t` that did what `test` does.
+fn archive_of_test(
+    dir: &Path,
+    secret: &str,
+    options: WriterOptions,
+    test: impl FnOnce(&KitExecutionContext),
+) -> PathBuf {
     let run_id = RunId::new("audited").unwrap();
     let secrets = std::sync::Arc::new(SecretRegistry::new());
     assert!(secrets.remember(secret));
@@ -320,11 +337,7 @@ fn archive_with_secret_in(dir: &Path, secret: &str, body: &str, options: WriterO
         secrets,
     );
     let ctx = run.begin_test(TestStarted::new("t"));
-    ctx.attach(
-        None,
-        Attachment::new("rest-01-response", "application/json", body.as_bytes().to_vec())
-            .with_description("200 OK"),
-    );
+    test(&ctx);
     ctx.finish(TestOutcome::Passed).unwrap();
     path
 }
@@ -619,31 +632,13 @@ fn audit_finds_a_credential_by_its_form_that_the_run_never_met() {
 /// An archive whose run met `secret`, and whose test `t` attached `bytes` (not text: kept in
 /// its segment as base64) and observed an exchange of `attributes`.
 fn archive_with_bytes(dir: &Path, secret: &str, bytes: &[u8], attributes: Attributes) -> PathBuf {
-    let run_id = RunId::new("audited").unwrap();
-    let secrets = std::sync::Arc::new(SecretRegistry::new());
-    assert!(secrets.remember(secret));
-    let writer = ArchiveWriter::with_options(
-        dir,
-        RunManifest::new(run_id.clone(), "cargo-test"),
-        WriterOptions::default(),
-    )
-    .unwrap()
-    .with_secrets(std::sync::Arc::clone(&secrets));
-    let path = writer.path().to_owned();
-    let run = KitRun::with_secrets(
-        KitBuilder::new(Configuration::new()).build().unwrap().host,
-        Bus::builder().collector(writer).start(),
-        run_id,
-        secrets,
-    );
-    let ctx = run.begin_test(TestStarted::new("t"));
-    ctx.attach(
-        None,
-        Attachment::new("rest-01-response", "application/octet-stream", bytes.to_vec()),
-    );
-    ctx.observe(None, Observation::new("http.response", attributes));
-    ctx.finish(TestOutcome::Passed).unwrap();
-    path
+    archive_of_test(dir, secret, WriterOptions::default(), |ctx| {
+        ctx.attach(
+            None,
+            Attachment::new("rest-01-response", "application/octet-stream", bytes.to_vec()),
+        );
+        ctx.observe(None, Observation::new("http.response", attributes));
+    })
 }
 
 /// `kit-cli audit`'s exit code and stdout on [`archive_with_bytes`], the response's body

@@ -1897,22 +1897,24 @@ fn rule_8_a_known_secret_met_outside_a_string_keeps_a_json_body_json() {
     assert_eq!(s.body(Some("text/plain"), b"n=12345678;"), "n=[REDACTED];");
 }
 
+/// The bytes a body that is not UTF-8 was recorded as.
+fn decode(recorded: RecordedBody) -> Vec<u8> {
+    use base64::Engine as _;
+    assert!(recorded.base64);
+    base64::engine::general_purpose::STANDARD
+        .decode(recorded.text)
+        .unwrap()
+}
+
 /// A body that is not UTF-8 is kept as its bytes, base64 encoded, with known secrets replaced
 /// in the bytes themselves.
 #[test]
 fn a_binary_body_keeps_its_bytes_but_not_a_known_secret() {
-    use base64::Engine as _;
     let s = sanitizer();
     assert_eq!(
         s.header("Authorization", &["Bearer binary-known-secret"]),
         "[REDACTED]"
     );
-    let decode = |recorded: RecordedBody| {
-        assert!(recorded.base64);
-        base64::engine::general_purpose::STANDARD
-            .decode(recorded.text)
-            .unwrap()
-    };
     let plain = [0xff, 0xfe, 0x00, b'a', 0x80];
     assert_eq!(decode(s.recorded_body(None, &plain)), plain);
     let mut leaky = plain.to_vec();
@@ -1932,13 +1934,6 @@ fn a_binary_body_keeps_its_bytes_but_not_a_known_secret() {
 /// by value afterwards, as in text; with the rule off it stays, as in text.
 #[test]
 fn a_binary_body_keeps_no_credential_by_its_form() {
-    use base64::Engine as _;
-    let decode = |recorded: RecordedBody| {
-        assert!(recorded.base64);
-        base64::engine::general_purpose::STANDARD
-            .decode(recorded.text)
-            .unwrap()
-    };
     let github = format!("ghp_{}", "a1B2c3D4e5".repeat(4));
     // A protocol buffer: field 3, the number 150 (a varint's bytes, no UTF-8); field 1, a
     // string of 44 bytes (the token); field 2, one of 125 (the JWT).
@@ -1973,7 +1968,6 @@ fn a_binary_body_keeps_no_credential_by_its_form() {
 /// whole body went by known secrets only, and the password was kept).
 #[test]
 fn a_multipart_upload_with_a_binary_file_is_redacted_part_by_part() {
-    use base64::Engine as _;
     let image = [0x89, b'P', b'N', b'G', 0xff, 0x00, 0xfe];
     let upload = || {
         let mut body = b"--b\r\nContent-Disposition: form-data; name=\"password\"\r\n\r\nhunter2-secret-pw\r\n\
@@ -1992,12 +1986,6 @@ fn a_multipart_upload_with_a_binary_file_is_redacted_part_by_part() {
         body.extend_from_slice(&image);
         body.extend_from_slice(b"\r\n--b--\r\n");
         body
-    };
-    let decode = |recorded: RecordedBody| {
-        assert!(recorded.base64);
-        base64::engine::general_purpose::STANDARD
-            .decode(recorded.text)
-            .unwrap()
     };
     let s = sanitizer();
     let kept = decode(s.recorded_body(Some("multipart/form-data; boundary=b"), &upload()));
@@ -2023,13 +2011,6 @@ fn a_multipart_upload_with_a_binary_file_is_redacted_part_by_part() {
 /// repeats it too. Bytes of no declared kind are not guessed at.
 #[test]
 fn a_body_of_text_in_latin_1_is_redacted_by_its_names() {
-    use base64::Engine as _;
-    let decode = |recorded: RecordedBody| {
-        assert!(recorded.base64);
-        base64::engine::general_purpose::STANDARD
-            .decode(recorded.text)
-            .unwrap()
-    };
     let s = sanitizer();
     let xml = b"<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><login><user>Jos\xe9</user>\
         <password>p\xe4ss-w\xf6rd-1</password><note>echo p\xe4ss-w\xf6rd-1</note></login>";
