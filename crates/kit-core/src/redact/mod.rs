@@ -1278,9 +1278,11 @@ impl Sanitizer {
     }
 
     /// A body as the trace keeps it: [`body`](Self::body) when it is UTF-8 text; otherwise
-    /// the bytes themselves, known secrets and credentials by their form (rule 10) replaced
-    /// and cut at the cap (in bytes), base64 encoded, so a binary body survives to exports
-    /// (HAR) whole instead of as U+FFFD.
+    /// the bytes themselves, redacted by their structure where their type gives one (a
+    /// multipart upload part by part; JSON, XML, HTML or a form read as Latin-1), known
+    /// secrets and credentials by their form (rule 10) replaced, cut at the cap (in bytes)
+    /// and base64 encoded, so a binary body survives to exports (HAR) whole instead of as
+    /// U+FFFD.
     pub fn recorded_body(&self, content_type: Option<&str>, body: &[u8]) -> RecordedBody {
         if let Ok(text) = std::str::from_utf8(body) {
             return RecordedBody {
