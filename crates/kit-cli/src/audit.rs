@@ -23,6 +23,12 @@ pub(crate) struct Search<'a> {
 /// An entry holding a secret: the first in it.
 pub(crate) struct Finding {
     pub(crate) entry: String,
+    pub(crate) found: Found,
+}
+
+/// A secret found in an entry.
+#[derive(Clone, Copy)]
+pub(crate) struct Found {
     /// Where the secret is in the entry; for one in base64, where the base64 starts.
     pub(crate) offset: usize,
     /// For a secret in base64: where it is in the bytes the base64 stands for.
@@ -30,15 +36,6 @@ pub(crate) struct Finding {
     /// `None` for a secret the run met (or the secrets file holds); else what credential its
     /// form says it is.
     pub(crate) form: Option<&'static str>,
-}
-
-/// A secret found in an entry: where, where in the bytes of the base64 there if it is in
-/// base64, and what its form says it is (`None` for a known secret).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-struct Found {
-    offset: usize,
-    in_base64: Option<usize>,
-    form: Option<&'static str>,
 }
 
 /// The first secret in `bytes`: the earliest of a known secret and a credential by its form,
@@ -212,21 +209,8 @@ fn scan(reader: ArchiveReader, scanner: &LeakScanner, forms: bool) -> Result<Vec
                             failed_at.fetch_min(index, Ordering::Relaxed);
                             (index, e)
                         })?;
-                        if let Some(Found {
-                            offset,
-                            in_base64,
-                            form,
-                        }) = first_secret(&bytes, entry.ends_with(".jsonl"), scanner, forms)
-                        {
-                            found.push((
-                                index,
-                                Finding {
-                                    entry,
-                                    offset,
-                                    in_base64,
-                                    form,
-                                },
-                            ));
+                        if let Some(first) = first_secret(&bytes, entry.ends_with(".jsonl"), scanner, forms) {
+                            found.push((index, Finding { entry, found: first }));
                         }
                     }
                     Ok(found)
@@ -266,19 +250,18 @@ pub(crate) fn run(archive: &Path, search: &Search<'_>) -> Result<(), crate::Exit
     let archive = crate::inputs::archive(archive).map_err(crate::Exit::input)?;
     let result = audit(archive, search).map_err(crate::Exit::input)?;
     let mut text = String::new();
-    for finding in &result.findings {
-        let place = match finding.in_base64 {
-            None => format!("at byte {}", finding.offset),
+    for Finding { entry, found } in &result.findings {
+        let place = match found.in_base64 {
+            None => format!("at byte {}", found.offset),
             Some(within) => format!(
                 "in the base64 at byte {}, at byte {within} of what it stands for",
-                finding.offset
+                found.offset
             ),
         };
-        match finding.form {
-            None => text.push_str(&format!("secret found in entry {} {place}\n", finding.entry)),
+        match found.form {
+            None => text.push_str(&format!("secret found in entry {entry} {place}\n")),
             Some(what) => text.push_str(&format!(
-                "credential found in entry {} {place}: {what}, by its form\n",
-                finding.entry
+                "credential found in entry {entry} {place}: {what}, by its form\n"
             )),
         }
     }

@@ -764,6 +764,12 @@ fn text_with_urls(text: String, rules: &Rules, found: &mut dyn FnMut(&str), dept
 /// (each level is a frame of `structured` and of the multipart reader).
 const MULTIPART_NESTING: u8 = 8;
 
+/// Whether a body with no type of use, its leading whitespace trimmed, reads as multipart: a
+/// `--` line, then a part's disposition.
+fn opens_multipart(trimmed: &[u8]) -> bool {
+    trimmed.starts_with(b"--") && memchr::memmem::find(trimmed, b"Content-Disposition").is_some()
+}
+
 fn body_kind(content_type: Option<&str>, text: &str) -> BodyKind {
     let trimmed = text.trim_start();
     let looks_json = trimmed.starts_with('{') || trimmed.starts_with('[');
@@ -787,7 +793,7 @@ fn body_kind(content_type: Option<&str>, text: &str) -> BodyKind {
                 .is_some_and(|s| s.eq_ignore_ascii_case(start))
         });
         BodyKind::Markup { html }
-    } else if trimmed.starts_with("--") && trimmed.contains("Content-Disposition") {
+    } else if opens_multipart(trimmed.as_bytes()) {
         BodyKind::Multipart(None)
     } else if !trimmed.is_empty()
         && trimmed.contains('=')
@@ -1360,11 +1366,7 @@ impl Sanitizer {
         let kind = match content_type.and_then(declared_kind) {
             Some(kind) => kind,
             // Without a type, as a body of text is read: a `--` line, then a disposition.
-            None if bytes.trim_ascii_start().starts_with(b"--")
-                && memchr::memmem::find(bytes, b"Content-Disposition").is_some() =>
-            {
-                BodyKind::Multipart(None)
-            }
+            None if opens_multipart(bytes.trim_ascii_start()) => BodyKind::Multipart(None),
             // Bytes of no declared kind are not guessed at: an image is no form.
             None => return Cow::Borrowed(bytes),
         };
