@@ -236,9 +236,12 @@ fn credential_at(bytes: &[u8], start: usize, form: &Form) -> Option<std::ops::Ra
         Check::Jwt => (is_dotted_base64url, JWT_MIN),
         Check::Run { body, min } => (body, min),
     };
-    // A prefix inside a longer word (`task-…`, an id ending `…eyJ`) starts no credential.
+    // A prefix inside a longer word (`task-…`, an id ending `…eyJ`) starts no credential,
+    // unless what stands before it is the length of a string that is one.
     if start > 0 && is_dotted_base64url(bytes[start - 1]) {
-        return None;
+        return length_prefixed(bytes, start)
+            .find_map(|len| credential_filling(&bytes[start..], len, form, body, min))
+            .map(|len| start..start + len);
     }
     let body_start = start + form.prefix.len();
     let end = body_start + bytes[body_start..].iter().take_while(|&&b| body(b)).count();
@@ -248,6 +251,47 @@ fn credential_at(bytes: &[u8], start: usize, form: &Form) -> Option<std::ops::Ra
     match form.check {
         Check::Jwt => jwt(&bytes[start..end]).map(|len| start..start + len),
         _ => Some(start..end),
+    }
+}
+
+/// The lengths the bytes before `start` may give the string that starts there, read as a
+/// binary format writes a string's length in front of it: a byte (a protocol buffer's or
+/// Thrift's varint under 128, MessagePack's `str8`, CBOR's `0x78`), two bytes of varint, and
+/// either as Avro's zigzag varint, which is twice the length.
+///
+/// A token that fills such a string follows its length with nothing between, and that
+/// length is a letter or a digit as often as not: a legacy OpenAI key is 51 bytes long (`3`),
+/// an Anthropic key 108 (`l`). Read as a word, the token would be inside one and go unseen.
+fn length_prefixed(bytes: &[u8], start: usize) -> impl Iterator<Item = usize> {
+    let last = usize::from(bytes[start - 1]);
+    // A varint's earlier bytes have their high bit set; its last byte does not.
+    let two_bytes = (start >= 2 && bytes[start - 2] >= 0x80 && last < 0x80)
+        .then(|| usize::from(bytes[start - 2] & 0x7f) | (last << 7));
+    [Some(last), two_bytes]
+        .into_iter()
+        .flatten()
+        .flat_map(|varint| [Some(varint), (varint % 2 == 0).then_some(varint / 2)])
+        .flatten()
+}
+
+/// The length of the credential of `form` that fills the first `len` bytes of `string` (at
+/// its prefix), if they hold one: bytes of its body to the string's end, at least `min` of
+/// them; a JSON Web Token may leave out dots it ends with.
+fn credential_filling(
+    string: &[u8],
+    len: usize,
+    form: &Form,
+    body: fn(u8) -> bool,
+    min: usize,
+) -> Option<usize> {
+    let string = string.get(..len)?;
+    let token_body = string.get(form.prefix.len()..)?;
+    if token_body.len() < min || !token_body.iter().all(|&b| body(b)) {
+        return None;
+    }
+    match form.check {
+        Check::Jwt => jwt(string),
+        _ => Some(len),
     }
 }
 
@@ -354,7 +398,8 @@ mod tests {
             "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9",
             no_alg,
             "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0",
-            &format!("x{JWT}"),
+            // `A` (65) could be a length, but the JWT's first 65 bytes are two parts.
+            &format!("A{JWT}"),
             "eyJ!!!!.eyJ.x",
         ] {
             assert_eq!(found(text), Vec::<String>::new(), "{text}");
@@ -461,6 +506,69 @@ mod tests {
         }
     }
 
+    /// A string a binary format writes with its length in front: a protocol buffer's field 1.
+    fn field(tag: u8, length: &[u8], string: &str) -> Vec<u8> {
+        let mut bytes = vec![0x08, 0x96, 0x01, tag];
+        bytes.extend_from_slice(length);
+        bytes.extend_from_slice(string.as_bytes());
+        // The next field's tag, a letter (field 9, a string), so the token's run goes on.
+        bytes.extend_from_slice(b"J\x02ok");
+        bytes
+    }
+
+    fn found_in(bytes: &[u8]) -> Vec<String> {
+        let mut all = Vec::new();
+        credentials_in(bytes, &mut |c| all.push(c.to_owned()));
+        all
+    }
+
+    #[test]
+    fn a_token_after_its_length_is_found_though_the_length_is_a_letter() {
+        // A legacy OpenAI key is 51 bytes (`3`), an Anthropic key 108 (`l`); this Slack token
+        // is 57 (`9`) and this JWT 122 (`z`).
+        let openai = format!("sk-{}", "T3BlbkFJ".repeat(6));
+        let anthropic = format!("sk-ant-api03-{}", "Ab3_x-".repeat(15)) + "AAAAA";
+        let slack = format!("xoxb-{}", "1234567890-".repeat(4)) + "AbCdEfGh";
+        let jwt = &JWT[..122];
+        assert_eq!((openai.len(), anthropic.len(), slack.len()), (51, 108, 57));
+        for token in [openai.as_str(), &anthropic, &slack, jwt] {
+            let len = u8::try_from(token.len()).unwrap();
+            // A protocol buffer's byte of varint, then MessagePack's `str8`.
+            for bytes in [field(0x0a, &[len], token), field(0xd9, &[len], token)] {
+                assert_eq!(found_in(&bytes), [token], "{:?}", String::from_utf8_lossy(&bytes));
+            }
+        }
+        // Avro's zigzag varint: twice the length, `f` and `r`.
+        for token in [&openai, &slack] {
+            let bytes = field(0x12, &[u8::try_from(token.len() * 2).unwrap()], token);
+            assert_eq!(found_in(&bytes), [token.as_str()]);
+        }
+        // A JWT of 6 145 bytes: two bytes of varint, the second 6 145 >> 7 = 48, a `0`.
+        let claims = format!("{{\"sub\":\"{}\"}}", "a".repeat(4564));
+        let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(claims);
+        let long = format!("eyJhbGciOiJIUzI1NiJ9.{payload}.c2lnbmF0dXJlc2lnbmF0dXJl");
+        let len = long.len();
+        assert_eq!((len, len >> 7), (6145, usize::from(b'0')));
+        let bytes = field(0x0a, &[(len & 0x7f) as u8 | 0x80, (len >> 7) as u8], &long);
+        assert_eq!(found_in(&bytes), [long.as_str()]);
+        // Where the byte before is no length of a token that fills the string, it is a word's:
+        // a string past the bytes' end, one with bytes no token holds, a JWT with no parts.
+        for bytes in [
+            field(0x0a, b"z", &openai),
+            field(0x0a, b"6", &openai),
+            field(0x0a, b"3", &format!("{}!{}", &openai[..50], &openai[50..])),
+            b"3sk-T3BlbkFJT3BlbkFJT3BlbkFJT3BlbkFJT3BlbkFJ!T3BlbkFJ".to_vec(),
+            field(0x0a, b"z", &format!("eyJ{}", "a".repeat(119))),
+        ] {
+            assert_eq!(
+                found_in(&bytes),
+                Vec::<String>::new(),
+                "{:?}",
+                String::from_utf8_lossy(&bytes)
+            );
+        }
+    }
+
     #[test]
     fn the_first_credential_in_bytes_says_where_and_what_it_is() {
         let github = format!("ghp_{}", "a1B2c3D4e5".repeat(4));
@@ -517,6 +625,8 @@ mod tests {
                     "-----BEGIN PRIVATE KEY-----", "\\n", "\n", "MIIEvQ", "-----END PRIVATE KEY-----",
                     "sk-", "xoxb-", "whsec_", "+/=", " ", "\"", "_", "x", "{\"k\":", "}", "[", "]", ",",
                     "=", "&", "<a>", "</a>",
+                    // Letters and digits a length-prefixed token's length can be (51, 80, 122).
+                    "3", "P", "z",
                 ]),
                 0..40,
             ),

@@ -1962,6 +1962,36 @@ fn a_binary_body_keeps_no_credential_by_its_form() {
     assert_eq!(decode(off.recorded_body(None, &body)), body);
 }
 
+/// A token that fills a protocol buffer's string follows its length byte, which is a letter or
+/// a digit as often as not (a legacy OpenAI key's 51 is `3`). Read as a word, the token was
+/// inside one and kept (issue 9's fifty-eighth stop). A message of short fields is ASCII, so
+/// UTF-8, and is read as text: both paths find it.
+#[test]
+fn a_token_after_a_length_that_is_a_letter_is_redacted() {
+    let openai = format!("sk-{}", "T3BlbkFJ".repeat(6));
+    let anthropic = format!("sk-ant-api03-{}", "Ab3_x-".repeat(15)) + "AAAAA";
+    // Field 1, the OpenAI key; field 6 (its tag `2`), the Anthropic key; field 9 (`J`), `ok`.
+    let mut ascii = vec![0x0a, 51];
+    ascii.extend_from_slice(openai.as_bytes());
+    ascii.extend_from_slice(&[b'2', 108]);
+    ascii.extend_from_slice(anthropic.as_bytes());
+    ascii.extend_from_slice(b"J\x02ok");
+    let mut binary = vec![0x18, 0x96, 0x01];
+    binary.extend_from_slice(&ascii);
+    let mut expected = b"\x0a3[REDACTED]2l[REDACTED]J\x02ok".to_vec();
+    let s = sanitizer();
+    let text = s.recorded_body(Some("application/x-protobuf"), &ascii);
+    assert!(!text.base64);
+    assert_eq!(text.text.as_bytes(), expected);
+    let s = sanitizer();
+    expected.splice(0..0, [0x18, 0x96, 0x01]);
+    assert_eq!(
+        decode(s.recorded_body(Some("application/x-protobuf"), &binary)),
+        expected
+    );
+    assert_eq!(s.text(&format!("key={openai}")), "key=[REDACTED]");
+}
+
 /// A multipart upload whose file part is not text is a body that is not UTF-8: it is still
 /// read part by part (rule 5), so a `password` field beside an image is redacted by its name,
 /// a JSON part as JSON, and the image's bytes kept (issue 9's fifty-seventh stop; before, the
