@@ -9,8 +9,9 @@ use std::sync::Arc;
 use kit_core::KitHttpAttachmentOptions;
 use kit_core::redact::{Sanitizer, SecretRegistry, first_credential};
 
-const TYPES: [Option<&str>; 9] = [
+const TYPES: [Option<&str>; 10] = [
     None,
+    Some("text/xml; charset=utf-16"),
     Some("application/json"),
     Some("application/problem+json"),
     Some("text/xml"),
@@ -48,6 +49,14 @@ pub(crate) fn check(data: &[u8]) {
             .expect("base64");
         assert!(kept.len() <= options.max_diagnostic_body_length);
         clean_bytes(&kept);
+        // Text in UTF-16 (a byte-order mark, or the charset) is held to the search as the
+        // text it stands for: its bytes put a zero beside each ASCII letter.
+        if kind.is_some_and(|k| k.ends_with("utf-16"))
+            || body.starts_with(&[0xff, 0xfe])
+            || body.starts_with(&[0xfe, 0xff])
+        {
+            clean(&utf16_text(&kept, kind, body));
+        }
     } else {
         clean(&recorded.text);
     }
@@ -77,6 +86,27 @@ pub(crate) fn check(data: &[u8]) {
     ) {
         every_sensitive_member_is_redacted(kind, body);
     }
+}
+
+/// `kept` read as UTF-16 in the order the body's mark, or else its first character, shows
+/// (as the sanitizer reads it), past the mark.
+fn utf16_text(kept: &[u8], kind: Option<&str>, body: &[u8]) -> String {
+    let (big_endian, from) = match body {
+        [0xff, 0xfe, ..] => (false, 2),
+        [0xfe, 0xff, ..] => (true, 2),
+        [first, 0, ..] if *first != 0 && kind.is_some() => (false, 0),
+        _ => (true, 0),
+    };
+    let units = kept.get(from..).unwrap_or_default().chunks_exact(2).map(|pair| {
+        if big_endian {
+            u16::from_be_bytes([pair[0], pair[1]])
+        } else {
+            u16::from_le_bytes([pair[0], pair[1]])
+        }
+    });
+    char::decode_utf16(units)
+        .map(|c| c.unwrap_or(char::REPLACEMENT_CHARACTER))
+        .collect()
 }
 
 /// A sanitizer of `options` whose run has met the planted secret.

@@ -638,6 +638,14 @@ mod tests {
         ) {
             let text: String = pieces.concat();
             let sanitizer = crate::redact::tests::sanitizer();
+            // The text in UTF-16LE after its mark: read as the text it stands for.
+            let mut wide = vec![0xff, 0xfe];
+            wide.extend(text.encode_utf16().flat_map(u16::to_le_bytes));
+            let recorded = sanitizer.recorded_body(content_type, &wide);
+            let kept = base64::engine::general_purpose::STANDARD.decode(&recorded.text).unwrap();
+            let units = kept[2..].chunks_exact(2).map(|pair| u16::from_le_bytes([pair[0], pair[1]]));
+            let read: String = char::decode_utf16(units).map(|c| c.unwrap_or(char::REPLACEMENT_CHARACTER)).collect();
+            proptest::prop_assert_eq!(first_credential(read.as_bytes()), None, "{}", read);
             let written = sanitizer.text(&text);
             proptest::prop_assert_eq!(first_credential(written.as_bytes()), None, "{}", written);
             let written = sanitizer.body(content_type, text.as_bytes());

@@ -833,6 +833,91 @@ pub struct RecordedBody {
     pub base64: bool,
 }
 
+/// A body of text in UTF-16: its byte order, and whether it begins with a byte-order mark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Utf16 {
+    big_endian: bool,
+    mark: bool,
+}
+
+impl Utf16 {
+    /// Whether `body` is text in UTF-16, and in which byte order: by its byte-order mark, or by
+    /// a `charset` its type names (`utf-16le`, `utf-16be`; `utf-16` without a mark in the
+    /// order its first character, ASCII in a JSON or XML document, shows, else big-endian, as
+    /// RFC 2781 says). A SOAP service may answer so, and its names, each letter beside a zero
+    /// byte, are found by no rule read as Latin-1 or UTF-8.
+    fn of(content_type: Option<&str>, body: &[u8]) -> Option<Utf16> {
+        match body {
+            [0xff, 0xfe, ..] => {
+                return Some(Utf16 {
+                    big_endian: false,
+                    mark: true,
+                });
+            }
+            [0xfe, 0xff, ..] => {
+                return Some(Utf16 {
+                    big_endian: true,
+                    mark: true,
+                });
+            }
+            _ => {}
+        }
+        let charset = content_type?
+            .split(';')
+            .skip(1)
+            .filter_map(|parameter| parameter.split_once('='))
+            .find(|(name, _)| name.trim().eq_ignore_ascii_case("charset"))?
+            .1
+            .trim()
+            .trim_matches('"');
+        let big_endian = if charset.eq_ignore_ascii_case("utf-16be") {
+            true
+        } else if charset.eq_ignore_ascii_case("utf-16le") {
+            false
+        } else if charset.eq_ignore_ascii_case("utf-16") {
+            !matches!(body, [first, 0, ..] if *first != 0)
+        } else {
+            return None;
+        };
+        Some(Utf16 {
+            big_endian,
+            mark: false,
+        })
+    }
+
+    /// The text of `body` (past its mark); a lone surrogate, or an odd byte at the end, is
+    /// U+FFFD.
+    fn decode(self, body: &[u8]) -> String {
+        let units = body[if self.mark { 2 } else { 0 }..]
+            .chunks(2)
+            .map(|pair| match *pair {
+                [a, b] if self.big_endian => u16::from_be_bytes([a, b]),
+                [a, b] => u16::from_le_bytes([a, b]),
+                // An odd byte at the end is no character.
+                _ => 0xfffd,
+            });
+        char::decode_utf16(units)
+            .map(|c| c.unwrap_or(char::REPLACEMENT_CHARACTER))
+            .collect()
+    }
+
+    /// `text` in this byte order, after the mark `body` began with, if any.
+    fn encode(self, body: &[u8], text: &str) -> Vec<u8> {
+        let mut out = Vec::with_capacity(text.len() * 2 + 2);
+        if self.mark {
+            out.extend_from_slice(&body[..2]);
+        }
+        for unit in text.encode_utf16() {
+            out.extend_from_slice(&if self.big_endian {
+                unit.to_be_bytes()
+            } else {
+                unit.to_le_bytes()
+            });
+        }
+        out
+    }
+}
+
 /// Text read as Latin-1, as bytes again: each character up to U+00FF is its byte. What a rule
 /// wrote beyond (none of the markers does) is written as UTF-8.
 fn latin1_bytes(text: &str) -> Vec<u8> {
@@ -1245,8 +1330,12 @@ impl Sanitizer {
     }
 
     /// A body as recorded: redacted by its structure, then by known secrets, then cut at the
-    /// cap. Bytes that are not UTF-8 are replaced (U+FFFD).
+    /// cap. Text in UTF-16 (by its byte-order mark or its type's `charset`) is read as such;
+    /// other bytes that are not UTF-8 are replaced (U+FFFD).
     pub fn body(&self, content_type: Option<&str>, body: &[u8]) -> String {
+        if let Some(utf16) = Utf16::of(content_type, body) {
+            return self.text_body(content_type, &utf16.decode(body));
+        }
         match std::str::from_utf8(body) {
             Ok(text) => self.text_body(content_type, text),
             // `from_utf8_lossy` walks valid text several times slower than `from_utf8`, so it
@@ -1285,12 +1374,17 @@ impl Sanitizer {
 
     /// A body as the trace keeps it: [`body`](Self::body) when it is UTF-8 text; otherwise
     /// the bytes themselves, redacted by their structure where their type gives one (a
-    /// multipart upload part by part; JSON, XML, HTML or a form read as Latin-1), known
+    /// multipart upload part by part; text in UTF-16 as the text it stands for, which is
+    /// kept as bytes though ASCII in UTF-16 is UTF-8 too; JSON, XML, HTML or a form read as
+    /// Latin-1), known
     /// secrets and credentials by their form (rule 10) replaced, cut at the cap (in bytes)
     /// and base64 encoded, so a binary body survives to exports (HAR) whole instead of as
     /// U+FFFD.
     pub fn recorded_body(&self, content_type: Option<&str>, body: &[u8]) -> RecordedBody {
-        if let Ok(text) = std::str::from_utf8(body) {
+        // UTF-16 text of ASCII is UTF-8 too (its zero bytes are NULs), and would be read as
+        // text whose names no rule finds: it is kept as the bytes it is.
+        let utf16 = Utf16::of(content_type, body);
+        if let (None, Ok(text)) = (utf16, std::str::from_utf8(body)) {
             return RecordedBody {
                 text: self.text_body(content_type, text),
                 base64: false,
@@ -1345,6 +1439,11 @@ impl Sanitizer {
     /// document (a file's `metadata`, posted as `-F 'meta={…}'` posts it) as JSON; any other
     /// plain field is kept, but for the URLs written in it.
     fn part(&self, content_type: Option<&str>, part: &str, depth: u8) -> String {
+        // UTF-16 of ASCII is UTF-8 too: read as the text it stands for, and written back so.
+        if let Some(utf16) = Utf16::of(content_type, part.as_bytes()) {
+            let bytes = self.utf16_bytes(utf16, content_type, part.as_bytes(), depth + 1);
+            return String::from_utf8_lossy(&bytes).into_owned();
+        }
         match content_type {
             Some(ct) => self.structured(Some(ct), part, depth + 1).into_owned(),
             None if opens_document(part.as_bytes()) => {
@@ -1363,6 +1462,9 @@ impl Sanitizer {
     ///   read as Latin-1, which maps each byte to one character and back, so its names, which
     ///   are ASCII, are found, and what no rule changes comes out byte for byte.
     fn structured_bytes<'b>(&self, content_type: Option<&str>, bytes: &'b [u8], depth: u8) -> Cow<'b, [u8]> {
+        if let Some(utf16) = Utf16::of(content_type, bytes) {
+            return self.utf16_bytes(utf16, content_type, bytes, depth);
+        }
         let kind = match content_type.and_then(declared_kind) {
             Some(kind) => kind,
             // Without a type, as a body of text is read: a `--` line, then a disposition.
@@ -1378,8 +1480,8 @@ impl Sanitizer {
                     &self.rules,
                     &mut self.remember(),
                     &mut |ct, part| match std::str::from_utf8(part) {
-                        Ok(text) => self.part(ct, text, depth).into_bytes(),
-                        Err(_) => self.structured_bytes(ct, part, depth + 1).into_owned(),
+                        Ok(text) if Utf16::of(ct, part).is_none() => self.part(ct, text, depth).into_bytes(),
+                        _ => self.structured_bytes(ct, part, depth + 1).into_owned(),
                     },
                 ))
             }
@@ -1397,6 +1499,31 @@ impl Sanitizer {
                     replaced => Cow::Owned(latin1_bytes(&replaced)),
                 }
             }
+        }
+    }
+
+    /// A body of text in UTF-16 (see [`Utf16::of`]), redacted as the text it is, then written
+    /// in UTF-16 again, in its byte order, after its byte-order mark if it had one: what no
+    /// rule changes comes out as it was, but for a lone surrogate or an odd byte at the end,
+    /// which come out U+FFFD where anything else changed.
+    fn utf16_bytes<'b>(
+        &self,
+        utf16: Utf16,
+        content_type: Option<&str>,
+        bytes: &'b [u8],
+        depth: u8,
+    ) -> Cow<'b, [u8]> {
+        let text = utf16.decode(bytes);
+        let kind = body_kind(content_type, &text);
+        let json = kind == BodyKind::Json;
+        let redacted = self.structured_as(kind, &text, depth);
+        let replaced = self.replace_known_and_forms(&redacted, json);
+        // Compared, not told by `Cow`: the markup and form rules write a new text whether or
+        // not they change it, and what they keep must keep its bytes.
+        if *replaced == *text {
+            Cow::Borrowed(bytes)
+        } else {
+            Cow::Owned(utf16.encode(bytes, &replaced))
         }
     }
 

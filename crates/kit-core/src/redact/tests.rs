@@ -2061,6 +2061,104 @@ fn a_body_of_text_in_latin_1_is_redacted_by_its_names() {
     assert_eq!(decode(s.recorded_body(None, guessed)), guessed);
 }
 
+fn utf16(text: &str, big_endian: bool, mark: bool) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    if mark {
+        bytes.extend_from_slice(if big_endian { &[0xfe, 0xff] } else { &[0xff, 0xfe] });
+    }
+    for unit in text.encode_utf16() {
+        bytes.extend_from_slice(&if big_endian {
+            unit.to_be_bytes()
+        } else {
+            unit.to_le_bytes()
+        });
+    }
+    bytes
+}
+
+/// A body of text in UTF-16 is read as the text it is: each ASCII letter of its names stands
+/// beside a zero byte, so read as Latin-1, or as UTF-8 (which an ASCII text in UTF-16 is, its
+/// zeros being NULs), no rule found them and its secrets were kept (issue 9's fifty-eighth
+/// stop).
+#[test]
+fn a_body_of_text_in_utf_16_is_redacted_by_its_names() {
+    let s = sanitizer();
+    // A SOAP sign-in in UTF-16LE after its mark, as .NET writes one.
+    let xml = "<?xml version=\"1.0\" encoding=\"utf-16\"?><login><user>José</user>\
+        <password>hunter2-secret-pw</password></login>";
+    let shown = "<?xml version=\"1.0\" encoding=\"utf-16\"?><login><user>José</user>\
+        <password>[REDACTED]</password></login>";
+    let recorded = s.recorded_body(Some("text/xml"), &utf16(xml, false, true));
+    assert!(recorded.base64);
+    assert_eq!(decode(recorded), utf16(shown, false, true));
+    assert_eq!(s.text("echo hunter2-secret-pw"), "echo [REDACTED]");
+    // A failure message shows the text, redacted, not the bytes' NULs.
+    assert_eq!(
+        sanitizer().body(Some("text/xml"), &utf16(xml, false, true)),
+        shown
+    );
+    // Without a mark, by the type's charset: ASCII in UTF-16 is UTF-8 too, and is kept as the
+    // bytes it is. Little-endian by its first character; big-endian as named.
+    let json = r#"{"password":"p4ss-w0rd-secret","city":"Köln"}"#;
+    let shown = r#"{"password":"[REDACTED]","city":"Köln"}"#;
+    for (content_type, big_endian) in [
+        ("application/json; charset=utf-16", false),
+        ("application/json; charset=\"UTF-16\"", true),
+        ("application/json;charset=utf-16le", false),
+        ("application/json; charset=UTF-16BE", true),
+    ] {
+        let recorded = sanitizer().recorded_body(Some(content_type), &utf16(json, big_endian, false));
+        assert!(recorded.base64, "{content_type}");
+        assert_eq!(
+            decode(recorded),
+            utf16(shown, big_endian, false),
+            "{content_type}"
+        );
+    }
+    // Rule 10 too: a JWT in a note, in UTF-16BE after its mark.
+    let note = format!("<note>signed in as {JWT}</note>");
+    assert_eq!(
+        decode(sanitizer().recorded_body(Some("application/xml"), &utf16(&note, true, true))),
+        utf16("<note>signed in as [REDACTED]</note>", true, true)
+    );
+    // Unchanged, it is the same bytes, an odd one at the end too.
+    let mut plain = utf16("<p>Grüße</p>", false, true);
+    plain.push(0x3c);
+    assert_eq!(
+        decode(sanitizer().recorded_body(Some("text/html"), &plain)),
+        plain
+    );
+    // A multipart upload's part in UTF-16, in a body that is UTF-8 and in one that is not.
+    let part = utf16(xml, false, false);
+    for image in [&b""[..], &[0xff, 0x00]] {
+        let mut body = b"--b\r\nContent-Disposition: form-data; name=\"doc\"\r\n\
+            Content-Type: text/xml; charset=utf-16\r\n\r\n"
+            .to_vec();
+        body.extend_from_slice(&part);
+        body.extend_from_slice(b"\r\n--b\r\nContent-Disposition: form-data; name=\"f\"\r\n\r\n");
+        body.extend_from_slice(image);
+        body.extend_from_slice(b"\r\n--b--\r\n");
+        let recorded = sanitizer().recorded_body(Some("multipart/form-data; boundary=b"), &body);
+        let kept = if recorded.base64 {
+            decode(recorded)
+        } else {
+            recorded.text.into_bytes()
+        };
+        let secret = utf16("hunter2-secret-pw", false, false);
+        assert!(
+            !kept.windows(secret.len()).any(|w| w == secret),
+            "{}",
+            String::from_utf8_lossy(&kept)
+        );
+        let redacted = utf16("<password>[REDACTED]</password>", false, false);
+        assert!(
+            kept.windows(redacted.len()).any(|w| w == redacted),
+            "{}",
+            String::from_utf8_lossy(&kept)
+        );
+    }
+}
+
 #[test]
 fn rule_7_bodies_are_cut_with_the_exact_marker() {
     let mut options = KitHttpAttachmentOptions::default();
