@@ -13,28 +13,33 @@ fn kit_cli() -> Command {
     Command::new(binary("kit-cli", "kit-cli"))
 }
 
-/// The corpus secrets found in `haystack`.
+/// The corpus secrets found in `haystack`, as UTF-8 or as UTF-16 in either byte order.
 fn leaked<'s>(secrets: &'s [String], haystack: &[u8]) -> Vec<&'s str> {
+    let contains = |needle: &[u8]| memchr::memmem::find(haystack, needle).is_some();
     secrets
         .iter()
-        .filter(|s| haystack.windows(s.len()).any(|w| w == s.as_bytes()))
+        .filter(|s| {
+            let wide =
+                |to_bytes: fn(u16) -> [u8; 2]| s.encode_utf16().flat_map(to_bytes).collect::<Vec<u8>>();
+            contains(s.as_bytes()) || contains(&wide(u16::to_le_bytes)) || contains(&wide(u16::to_be_bytes))
+        })
         .map(String::as_str)
         .collect()
 }
 
-/// The bytes of every body the events keep as base64 (`kit.http.….body` whose encoding says
-/// so) and of every attachment kept in its event that is not text.
-fn bytes_in_base64(events: &[kit_core::Event]) -> Vec<Vec<u8>> {
+/// The bytes of every body the events keep, as they stand for them: base64 decoded where the
+/// encoding says so (`kit.http.….body.encoding`), and the text of the rest with its JSON
+/// escapes read (a body of ASCII in UTF-16 is UTF-8 too, its zero bytes kept as `\u0000`); and
+/// of every attachment kept in its event. The second of the pair says whether it was base64.
+fn bodies_as_bytes(events: &[kit_core::Event]) -> Vec<(Vec<u8>, bool)> {
     use base64::Engine as _;
     use kit_core::{AttachmentContent, EventKind, semconv};
     let mut found = Vec::new();
     for event in events {
         let attributes = match &event.kind {
             EventKind::Attachment(attachment) => {
-                if let AttachmentContent::Inline(bytes) = &attachment.content
-                    && std::str::from_utf8(bytes).is_err()
-                {
-                    found.push(bytes.to_vec());
+                if let AttachmentContent::Inline(bytes) = &attachment.content {
+                    found.push((bytes.to_vec(), std::str::from_utf8(bytes).is_err()));
                 }
                 continue;
             }
@@ -46,13 +51,16 @@ fn bytes_in_base64(events: &[kit_core::Event]) -> Vec<Vec<u8>> {
             (semconv::KIT_REQUEST_BODY, semconv::KIT_REQUEST_BODY_ENCODING),
             (semconv::KIT_RESPONSE_BODY, semconv::KIT_RESPONSE_BODY_ENCODING),
         ] {
+            let Some(text) = attributes.get_str(body) else {
+                continue;
+            };
             if attributes.get_str(encoding) == Some("base64") {
-                let text = attributes.get_str(body).expect("a body beside its encoding");
-                found.push(
-                    base64::engine::general_purpose::STANDARD
-                        .decode(text)
-                        .expect("base64"),
-                );
+                let decoded = base64::engine::general_purpose::STANDARD
+                    .decode(text)
+                    .expect("base64");
+                found.push((decoded, true));
+            } else {
+                found.push((text.as_bytes().to_vec(), false));
             }
         }
     }
@@ -84,7 +92,7 @@ fn no_secret_of_the_corpus_survives_in_any_artifact_and_audit_agrees() {
         describe(&output)
     );
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(stdout.contains("29 passed; 3 failed"), "{}", describe(&output));
+    assert!(stdout.contains("30 passed; 3 failed"), "{}", describe(&output));
     assert_eq!(
         leaked(&secrets, &output.stdout),
         Vec::<&str>::new(),
@@ -114,11 +122,14 @@ fn no_secret_of_the_corpus_survives_in_any_artifact_and_audit_agrees() {
     // Every request's body and response was attached (and searched above, as blobs).
     assert!(attachments >= 60, "attachments captured: {attachments}");
     // Bytes kept as base64 (a body that is not text, in its event and its attachment), as the
-    // bytes they stand for: the search above sees only their letters.
-    let binary = bytes_in_base64(&events);
-    assert!(binary.len() >= 36, "bodies kept as base64: {}", binary.len());
-    for bytes in &binary {
-        assert_eq!(leaked(&secrets, bytes), Vec::<&str>::new(), "in base64");
+    // bytes they stand for: the search above sees only their letters. And bodies kept as text,
+    // their escapes read: the search above sees a NUL as `\u0000`.
+    let bodies = bodies_as_bytes(&events);
+    let binary = bodies.iter().filter(|(_, base64)| *base64).count();
+    assert!(binary >= 36, "bodies kept as base64: {binary}");
+    for (bytes, base64) in &bodies {
+        let kept = if *base64 { "in base64" } else { "in a body's text" };
+        assert_eq!(leaked(&secrets, bytes), Vec::<&str>::new(), "{kept}");
     }
 
     // Absent because redacted, not because never sent: the run met every one of them.
