@@ -1374,9 +1374,8 @@ impl Sanitizer {
 
     /// A body as the trace keeps it: [`body`](Self::body) when it is UTF-8 text; otherwise
     /// the bytes themselves, redacted by their structure where their type gives one (a
-    /// multipart upload part by part; text in UTF-16 as the text it stands for, which is
-    /// kept as bytes though ASCII in UTF-16 is UTF-8 too; JSON, XML, HTML or a form read as
-    /// Latin-1), known
+    /// multipart upload part by part; text in UTF-16 as the text it stands for, kept as bytes
+    /// though ASCII in UTF-16 is UTF-8 too; JSON, XML, HTML or a form read as Latin-1), known
     /// secrets and credentials by their form (rule 10) replaced, cut at the cap (in bytes)
     /// and base64 encoded, so a binary body survives to exports (HAR) whole instead of as
     /// U+FFFD.
