@@ -551,6 +551,9 @@ mod tests {
         assert_eq!((len, len >> 7), (6145, usize::from(b'0')));
         let bytes = field(0x0a, &[(len & 0x7f) as u8 | 0x80, (len >> 7) as u8], &long);
         assert_eq!(found_in(&bytes), [long.as_str()]);
+        // The price: a word glued to a credential can read as a length, and then as much of
+        // the credential as that length holds is found (`x` is 120).
+        assert_eq!(found(&format!("x{JWT}")), [&JWT[..120]]);
         // Where the byte before is no length of a token that fills the string, it is a word's:
         // a string past the bytes' end, one with bytes no token holds, a JWT with no parts.
         for bytes in [
