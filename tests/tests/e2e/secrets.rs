@@ -51,10 +51,12 @@ fn bodies_as_bytes(events: &[kit_core::Event]) -> Vec<(Vec<u8>, bool)> {
             (semconv::KIT_REQUEST_BODY, semconv::KIT_REQUEST_BODY_ENCODING),
             (semconv::KIT_RESPONSE_BODY, semconv::KIT_RESPONSE_BODY_ENCODING),
         ] {
+            let base64 = attributes.get_str(encoding) == Some("base64");
             let Some(text) = attributes.get_str(body) else {
+                assert!(!base64, "a body's encoding without the body");
                 continue;
             };
-            if attributes.get_str(encoding) == Some("base64") {
+            if base64 {
                 let decoded = base64::engine::general_purpose::STANDARD
                     .decode(text)
                     .expect("base64");
