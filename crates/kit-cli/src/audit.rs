@@ -63,15 +63,62 @@ fn first_secret(bytes: &[u8], events: bool, scanner: &LeakScanner, forms: bool) 
             in_base64: Some(offset),
             form,
         };
-        earlier(
+        let in_bytes = earlier(
             scanner.find(&decoded).map(|leak| at(leak.offset, None)),
             forms
                 .then(|| first_credential(&decoded))
                 .flatten()
                 .map(|c| at(c.offset, Some(c.what))),
-        )
+        );
+        // Text in UTF-16 after its mark (a test's own attachment of a .NET service's answer)
+        // puts a zero beside each ASCII letter, so it is searched as the text it stands for.
+        let in_text = utf16_after_mark(&decoded).and_then(|text| {
+            let at_char = |offset| at(utf16_offset(&text, offset), None);
+            earlier(
+                scanner.find(text.as_bytes()).map(|leak| at_char(leak.offset)),
+                forms
+                    .then(|| first_credential(text.as_bytes()))
+                    .flatten()
+                    .map(|c| Found {
+                        form: Some(c.what),
+                        ..at_char(c.offset)
+                    }),
+            )
+        });
+        earlier(in_bytes, in_text)
     });
     earlier(earlier(known, form), decoded)
+}
+
+/// `bytes` as text, if they are UTF-16 after a byte-order mark; a lone surrogate or an odd byte
+/// at the end is U+FFFD (each stands for one unit, so offsets still map back).
+fn utf16_after_mark(bytes: &[u8]) -> Option<String> {
+    let big_endian = match bytes {
+        [0xff, 0xfe, ..] => false,
+        [0xfe, 0xff, ..] => true,
+        _ => return None,
+    };
+    let units = bytes[2..].chunks(2).map(|pair| match *pair {
+        [a, b] if big_endian => u16::from_be_bytes([a, b]),
+        [a, b] => u16::from_le_bytes([a, b]),
+        _ => 0xfffd,
+    });
+    Some(
+        char::decode_utf16(units)
+            .map(|c| c.unwrap_or(char::REPLACEMENT_CHARACTER))
+            .collect(),
+    )
+}
+
+/// Where the character at byte `offset` of `text` (read by [`utf16_after_mark`]) starts in
+/// its UTF-16 bytes: past the mark, two bytes a unit.
+fn utf16_offset(text: &str, offset: usize) -> usize {
+    let units: usize = text
+        .char_indices()
+        .take_while(|&(at, _)| at < offset)
+        .map(|(_, c)| c.len_utf16())
+        .sum();
+    2 + 2 * units
 }
 
 /// The earlier of two secrets found; at one place, the first (a known secret is passed first:

@@ -727,6 +727,51 @@ fn audit_searches_base64_as_the_bytes_it_stands_for() {
     assert!(text.ends_with(": a Google API key, by its form\n"), "{text}");
 }
 
+/// Text in UTF-16 after its byte-order mark, kept as base64 (a test's own attachment of a SOAP
+/// answer, say), is searched as the text it stands for: each ASCII letter of a secret stands
+/// beside a zero byte there, which a search of the bytes does not see (issue 9's fifty-eighth
+/// stop).
+#[test]
+fn audit_reads_utf_16_after_its_mark_as_text() {
+    use base64::Engine as _;
+    let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+    let utf16 = |text: &str, big_endian: bool| {
+        let mut bytes = if big_endian {
+            vec![0xfe, 0xff]
+        } else {
+            vec![0xff, 0xfe]
+        };
+        for unit in text.encode_utf16() {
+            bytes.extend_from_slice(&if big_endian {
+                unit.to_be_bytes()
+            } else {
+                unit.to_le_bytes()
+            });
+        }
+        bytes
+    };
+    let secret = "tok-9f8e7d6c5b4a";
+    let clean = utf16("<note>Grüße</note>", false);
+    let (code, text) = audit_of_bytes(secret, &clean, &b64(&clean));
+    assert_eq!(code, Some(0), "{text}");
+    // A JWT in an attachment in UTF-16LE: after the mark and `é: ` (eight bytes), byte 8.
+    let (code, text) = audit_of_bytes(secret, &utf16(&format!("é: {JWT}"), false), &b64(&clean));
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.ends_with(", at byte 8 of what it stands for: a JSON Web Token, by its form\n"),
+        "{text}"
+    );
+    // The known secret in a body in UTF-16BE: after the mark and `x`, byte 4.
+    let (code, text) = audit_of_bytes(secret, &clean, &b64(&utf16(&format!("x{secret}"), true)));
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.ends_with(", at byte 4 of what it stands for\n"), "{text}");
+    assert!(!text.contains(secret));
+    // Without the mark, the bytes are searched as they are: such text is not guessed at.
+    let unmarked = utf16(&format!("x{secret}"), false)[2..].to_vec();
+    let (code, text) = audit_of_bytes(secret, &clean, &b64(&[&[0x00, 0xff][..], &unmarked].concat()));
+    assert_eq!(code, Some(0), "{text}");
+}
+
 /// Entries are scanned on several threads: leaks are still listed in the archive's order, and
 /// of two damaged entries the audit names the first, as a scan in order would.
 #[test]
