@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use base64::Engine as _;
-use kit_core::redact::{LeakScanner, first_credential};
+use kit_core::redact::{LeakScanner, first_credential, utf16_after_mark};
 use kit_trace::{ArchiveReader, TraceError};
 use memchr::memmem;
 use std::ops::Range;
@@ -88,26 +88,6 @@ fn first_secret(bytes: &[u8], events: bool, scanner: &LeakScanner, forms: bool) 
         earlier(in_bytes, in_text)
     });
     earlier(earlier(known, form), decoded)
-}
-
-/// `bytes` as text, if they are UTF-16 after a byte-order mark; a lone surrogate or an odd byte
-/// at the end is U+FFFD (each stands for one unit, so offsets still map back).
-fn utf16_after_mark(bytes: &[u8]) -> Option<String> {
-    let big_endian = match bytes {
-        [0xff, 0xfe, ..] => false,
-        [0xfe, 0xff, ..] => true,
-        _ => return None,
-    };
-    let units = bytes[2..].chunks(2).map(|pair| match *pair {
-        [a, b] if big_endian => u16::from_be_bytes([a, b]),
-        [a, b] => u16::from_le_bytes([a, b]),
-        _ => 0xfffd,
-    });
-    Some(
-        char::decode_utf16(units)
-            .map(|c| c.unwrap_or(char::REPLACEMENT_CHARACTER))
-            .collect(),
-    )
 }
 
 /// Where the character at byte `offset` of `text` (read by [`utf16_after_mark`]) starts in

@@ -918,6 +918,22 @@ impl Utf16 {
     }
 }
 
+/// The text `bytes` stand for if they are UTF-16 after a byte-order mark (`FF FE`, or `FE FF`
+/// for big-endian), as the sanitizer reads such a body; a lone surrogate, or an odd byte at the
+/// end, is U+FFFD, one unit each, so a character's place in the text maps back to its bytes.
+/// `kit-cli audit` searches base64 so marked as this text too.
+///
+/// ```
+/// use kit_core::redact::utf16_after_mark;
+///
+/// assert_eq!(utf16_after_mark(b"\xff\xfeo\0k\0").as_deref(), Some("ok"));
+/// assert_eq!(utf16_after_mark(b"\xfe\xff\0o\0k").as_deref(), Some("ok"));
+/// assert_eq!(utf16_after_mark(b"o\0k\0"), None);
+/// ```
+pub fn utf16_after_mark(bytes: &[u8]) -> Option<String> {
+    Utf16::of(None, bytes).map(|utf16| utf16.decode(bytes))
+}
+
 /// Text read as Latin-1, as bytes again: each character up to U+00FF is its byte. What a rule
 /// wrote beyond (none of the markers does) is written as UTF-8.
 fn latin1_bytes(text: &str) -> Vec<u8> {
