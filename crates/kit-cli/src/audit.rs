@@ -58,36 +58,35 @@ fn first_secret(bytes: &[u8], events: bool, scanner: &LeakScanner, forms: bool) 
         let decoded = base64::engine::general_purpose::STANDARD
             .decode(&bytes[span.clone()])
             .ok()?;
-        let at = |offset, form| Found {
+        let at = |(offset, form)| Found {
             offset: span.start,
             in_base64: Some(offset),
             form,
         };
-        let in_bytes = earlier(
-            scanner.find(&decoded).map(|leak| at(leak.offset, None)),
-            forms
-                .then(|| first_credential(&decoded))
-                .flatten()
-                .map(|c| at(c.offset, Some(c.what))),
-        );
+        let in_bytes = first_in(&decoded, scanner, forms).map(at);
         // Text in UTF-16 after its mark (a test's own attachment of a .NET service's answer)
         // puts a zero beside each ASCII letter, so it is searched as the text it stands for.
         let in_text = utf16_after_mark(&decoded).and_then(|text| {
-            let at_char = |offset| at(utf16_offset(&text, offset), None);
-            earlier(
-                scanner.find(text.as_bytes()).map(|leak| at_char(leak.offset)),
-                forms
-                    .then(|| first_credential(text.as_bytes()))
-                    .flatten()
-                    .map(|c| Found {
-                        form: Some(c.what),
-                        ..at_char(c.offset)
-                    }),
-            )
+            first_in(text.as_bytes(), scanner, forms)
+                .map(|(offset, form)| at((utf16_offset(&text, offset), form)))
         });
         earlier(in_bytes, in_text)
     });
     earlier(earlier(known, form), decoded)
+}
+
+/// Where the first secret in `haystack` starts, and the form that says it is one (`None` for a
+/// known secret, which is passed first where both start at one byte).
+fn first_in(haystack: &[u8], scanner: &LeakScanner, forms: bool) -> Option<(usize, Option<&'static str>)> {
+    let known = scanner.find(haystack).map(|leak| (leak.offset, None));
+    let form = forms
+        .then(|| first_credential(haystack))
+        .flatten()
+        .map(|c| (c.offset, Some(c.what)));
+    match (known, form) {
+        (Some(known), Some(form)) if form.0 < known.0 => Some(form),
+        (known, form) => known.or(form),
+    }
 }
 
 /// Where the character at byte `offset` of `text` (read by [`utf16_after_mark`]) starts in

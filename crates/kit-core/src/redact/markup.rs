@@ -460,11 +460,17 @@ fn start_tag(text: &str, from: usize, pieces: &mut Vec<Piece>) -> (usize, bool, 
 
 /// The `boundary` parameter of a multipart content type.
 pub(crate) fn boundary(content_type: &str) -> Option<String> {
-    content_type.split(';').skip(1).find_map(|param| {
-        let (name, value) = param.split_once('=')?;
-        name.trim()
-            .eq_ignore_ascii_case("boundary")
-            .then(|| value.trim().trim_matches('"').to_owned())
+    parameter(content_type, "boundary").map(str::to_owned)
+}
+
+/// The parameter `name` (in any case) of a header's value (`multipart/form-data;
+/// boundary="b"`, `form-data; name=x`, `text/xml; charset=utf-16`), unquoted.
+pub(crate) fn parameter<'v>(value: &'v str, name: &str) -> Option<&'v str> {
+    value.split(';').skip(1).find_map(|param| {
+        let (key, value) = param.split_once('=')?;
+        key.trim()
+            .eq_ignore_ascii_case(name)
+            .then(|| value.trim().trim_matches('"'))
     })
 }
 
@@ -477,12 +483,7 @@ fn part_headers(headers: &str) -> (Option<String>, Option<String>) {
             continue;
         };
         if header.trim().eq_ignore_ascii_case("content-disposition") {
-            name = value.split(';').skip(1).find_map(|param| {
-                let (key, v) = param.split_once('=')?;
-                key.trim()
-                    .eq_ignore_ascii_case("name")
-                    .then(|| v.trim().trim_matches('"').to_owned())
-            });
+            name = parameter(value, "name").map(str::to_owned);
         } else if header.trim().eq_ignore_ascii_case("content-type") {
             content_type = Some(value.trim().to_owned());
         }

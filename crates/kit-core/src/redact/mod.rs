@@ -862,14 +862,7 @@ impl Utf16 {
             }
             _ => {}
         }
-        let charset = content_type?
-            .split(';')
-            .skip(1)
-            .filter_map(|parameter| parameter.split_once('='))
-            .find(|(name, _)| name.trim().eq_ignore_ascii_case("charset"))?
-            .1
-            .trim()
-            .trim_matches('"');
+        let charset = markup::parameter(content_type?, "charset")?;
         let big_endian = if charset.eq_ignore_ascii_case("utf-16be") {
             true
         } else if charset.eq_ignore_ascii_case("utf-16le") {
@@ -1408,7 +1401,12 @@ impl Sanitizer {
         if !self.redact {
             return RecordedBody::base64(&body[..body.len().min(self.max_body_chars)]);
         }
-        let structured = self.structured_bytes(content_type, body, 0);
+        let structured = match utf16 {
+            Some(utf16) => self.utf16_bytes(utf16, content_type, body, 0),
+            None => self.structured_bytes(content_type, body, 0),
+        };
+        // Over UTF-16 too: a body its type calls UTF-16 that is not (UTF-8 under a wrong
+        // label) reads as other characters, and its known secrets are found as bytes.
         let replaced = self.replace_known_and_forms_in_bytes(&structured);
         // Unlike text's, this cut adds no marker, whose dots could end a JWT's payload: it
         // only shortens the last run of bytes, and no form is made by shortening one.
@@ -1476,10 +1474,10 @@ impl Sanitizer {
     ///   UTF-8 (an ISO-8859-1 SOAP message, a Windows-1252 page, a form posted as Latin-1):
     ///   read as Latin-1, which maps each byte to one character and back, so its names, which
     ///   are ASCII, are found, and what no rule changes comes out byte for byte.
+    ///
+    /// Text in UTF-16 is told by its callers ([`Utf16::of`]) and read by
+    /// [`utf16_bytes`](Self::utf16_bytes).
     fn structured_bytes<'b>(&self, content_type: Option<&str>, bytes: &'b [u8], depth: u8) -> Cow<'b, [u8]> {
-        if let Some(utf16) = Utf16::of(content_type, bytes) {
-            return self.utf16_bytes(utf16, content_type, bytes, depth);
-        }
         let kind = match content_type.and_then(declared_kind) {
             Some(kind) => kind,
             // Without a type, as a body of text is read: a `--` line, then a disposition.
@@ -1494,9 +1492,10 @@ impl Sanitizer {
                     boundary.as_deref(),
                     &self.rules,
                     &mut self.remember(),
-                    &mut |ct, part| match std::str::from_utf8(part) {
-                        Ok(text) if Utf16::of(ct, part).is_none() => self.part(ct, text, depth).into_bytes(),
-                        _ => self.structured_bytes(ct, part, depth + 1).into_owned(),
+                    &mut |ct, part| match (Utf16::of(ct, part), std::str::from_utf8(part)) {
+                        (Some(utf16), _) => self.utf16_bytes(utf16, ct, part, depth + 1).into_owned(),
+                        (None, Ok(text)) => self.part(ct, text, depth).into_bytes(),
+                        (None, Err(_)) => self.structured_bytes(ct, part, depth + 1).into_owned(),
                     },
                 ))
             }

@@ -2121,6 +2121,10 @@ fn a_body_of_text_in_utf_16_is_redacted_by_its_names() {
         decode(sanitizer().recorded_body(Some("application/xml"), &utf16(&note, true, true))),
         utf16("<note>signed in as [REDACTED]</note>", true, true)
     );
+    // UTF-8 under a label that says UTF-16 reads as other characters: a secret the run met is
+    // still found in it, as bytes.
+    let mislabelled = s.recorded_body(Some("text/plain; charset=utf-16"), b"echo hunter2-secret-pw!");
+    assert_eq!(decode(mislabelled), b"echo [REDACTED]!");
     // Unchanged, it is the same bytes, an odd one at the end too.
     let mut plain = utf16("<p>Grüße</p>", false, true);
     plain.push(0x3c);
