@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use base64::Engine as _;
-use kit_core::redact::{LeakScanner, first_credential, utf16_after_mark};
+use kit_core::redact::{LeakScanner, first_credential, utf16_text};
 use kit_trace::{ArchiveReader, TraceError};
 use memchr::memmem;
 use std::ops::Range;
@@ -66,7 +66,7 @@ fn first_secret(bytes: &[u8], events: bool, scanner: &LeakScanner, forms: bool) 
         let in_bytes = first_in(&decoded, scanner, forms).map(at);
         // Text in UTF-16 after its mark (a test's own attachment of a .NET service's answer)
         // puts a zero beside each ASCII letter, so it is searched as the text it stands for.
-        let in_text = utf16_after_mark(&decoded).and_then(|text| {
+        let in_text = utf16_text(None, &decoded).and_then(|text| {
             first_in(text.as_bytes(), scanner, forms)
                 .map(|(offset, form)| at((utf16_offset(&text, offset), form)))
         });
@@ -89,7 +89,7 @@ fn first_in(haystack: &[u8], scanner: &LeakScanner, forms: bool) -> Option<(usiz
     }
 }
 
-/// Where the character at byte `offset` of `text` (read by [`utf16_after_mark`]) starts in
+/// Where the character at byte `offset` of `text` (read by [`utf16_text`] after a mark) starts in
 /// its UTF-16 bytes: past the mark, two bytes a unit.
 fn utf16_offset(text: &str, offset: usize) -> usize {
     let units: usize = text

@@ -911,20 +911,28 @@ impl Utf16 {
     }
 }
 
-/// The text `bytes` stand for if they are UTF-16 after a byte-order mark (`FF FE`, or `FE FF`
-/// for big-endian), as the sanitizer reads such a body; a lone surrogate, or an odd byte at the
-/// end, is U+FFFD, one unit each, so a character's place in the text maps back to its bytes.
-/// `kit-cli audit` searches base64 so marked as this text too.
+/// The text `bytes` stand for if they are UTF-16, as the sanitizer reads such a body: after a
+/// byte-order mark (`FF FE`, or `FE FF` for big-endian), or under a `content_type` whose
+/// `charset` is `utf-16le`, `utf-16be` or `utf-16` (whose byte order, without a mark, the
+/// first character shows, else big-endian). A lone surrogate, or an odd byte at the end, is
+/// U+FFFD, one unit each, so a character's place in the text maps back to its bytes.
+///
+/// The sanitizer records such a body as base64 of its bytes (with its secrets replaced in the
+/// text, then written back in UTF-16): `kit-cli audit` searches base64 after a mark as this
+/// text too, and `kit-cli export har` shows such a body as this text.
 ///
 /// ```
-/// use kit_core::redact::utf16_after_mark;
+/// use kit_core::redact::utf16_text;
 ///
-/// assert_eq!(utf16_after_mark(b"\xff\xfeo\0k\0").as_deref(), Some("ok"));
-/// assert_eq!(utf16_after_mark(b"\xfe\xff\0o\0k").as_deref(), Some("ok"));
-/// assert_eq!(utf16_after_mark(b"o\0k\0"), None);
+/// assert_eq!(utf16_text(None, b"\xff\xfeo\0k\0").as_deref(), Some("ok"));
+/// assert_eq!(utf16_text(None, b"\xfe\xff\0o\0k").as_deref(), Some("ok"));
+/// // Without a mark, only a type that names the charset says what the bytes are.
+/// assert_eq!(utf16_text(None, b"o\0k\0"), None);
+/// let xml = Some("text/xml; charset=utf-16le");
+/// assert_eq!(utf16_text(xml, b"o\0k\0").as_deref(), Some("ok"));
 /// ```
-pub fn utf16_after_mark(bytes: &[u8]) -> Option<String> {
-    Utf16::of(None, bytes).map(|utf16| utf16.decode(bytes))
+pub fn utf16_text(content_type: Option<&str>, bytes: &[u8]) -> Option<String> {
+    Utf16::of(content_type, bytes).map(|utf16| utf16.decode(bytes))
 }
 
 /// Text read as Latin-1, as bytes again: each character up to U+00FF is its byte. What a rule
