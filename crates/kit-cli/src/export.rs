@@ -7,6 +7,7 @@ use std::fs::File;
 use std::io::BufWriter;
 use std::path::Path;
 
+use base64::Engine as _;
 use serde::Serialize;
 use serde_json::json;
 
@@ -14,7 +15,7 @@ use kit_core::{AttributeValue, Attributes, EventId, EventKind, OperationStatus, 
 use kit_trace::{ArchiveReader, TestRecord};
 
 use crate::Exit;
-use crate::exchanges::{Exchange, exchanges, rfc3339, timestamp};
+use crate::exchanges::{Body, Exchange, exchanges, rfc3339, timestamp};
 use crate::pretty::PrettyWriter;
 
 pub(crate) fn export(archive: &Path, har: Option<&Path>, otlp: Option<&Path>) -> Result<(), Exit> {
@@ -194,7 +195,7 @@ impl<'a> NameValue<'a> {
 #[serde(rename_all = "camelCase")]
 struct PostData<'a> {
     mime_type: &'a str,
-    text: &'a str,
+    text: Cow<'a, str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     comment: Option<&'static str>,
 }
@@ -205,7 +206,7 @@ struct Content<'a> {
     size: i64,
     mime_type: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    text: Option<&'a str>,
+    text: Option<Cow<'a, str>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     encoding: Option<&'static str>,
 }
@@ -226,6 +227,22 @@ struct Timings {
     receive: i64,
 }
 
+/// A body as HAR shows it, and whether that is base64. The trace keeps text in UTF-16 (by its
+/// byte-order mark, or its type's `charset`) as base64 of its bytes, as it keeps every body
+/// that is not UTF-8; HAR's `text` is the text a viewer shows, as browsers write it, so such a
+/// body is shown as the text it stands for. One that does not decode cleanly (a lone
+/// surrogate, an odd byte) stays base64: its bytes are not lost.
+fn shown<'a>(body: &'a Body, content_type: Option<&str>) -> (Cow<'a, str>, bool) {
+    if body.base64
+        && let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(&body.text)
+        && let Some(text) = kit_core::redact::utf16_text(content_type, &bytes)
+        && !text.contains(char::REPLACEMENT_CHARACTER)
+    {
+        return (Cow::Owned(text), false);
+    }
+    (Cow::Borrowed(&body.text), body.base64)
+}
+
 fn har_entry<'a>(page: &'a str, e: &'a Exchange, http_version: &'a str) -> HarEntry<'a> {
     let total_ms = e
         .duration_ns
@@ -238,13 +255,15 @@ fn har_entry<'a>(page: &'a str, e: &'a Exchange, http_version: &'a str) -> HarEn
                 .collect()
         })
         .unwrap_or_default();
-    let post_data = e.request_body.as_ref().map(|body| PostData {
-        mime_type: e
-            .request_header("content-type")
-            .unwrap_or("application/octet-stream"),
-        text: &body.text,
-        // HAR 1.2 has no encoding on postData; the comment says how to read the text.
-        comment: body.base64.then_some("base64: the body was not UTF-8"),
+    let request_type = e.request_header("content-type");
+    let post_data = e.request_body.as_ref().map(|body| {
+        let (text, base64) = shown(body, request_type);
+        PostData {
+            mime_type: request_type.unwrap_or("application/octet-stream"),
+            text,
+            // HAR 1.2 has no encoding on postData; the comment says how to read the text.
+            comment: base64.then_some("base64: the body was not UTF-8"),
+        }
     });
     let request = HarRequest {
         method: &e.method,
@@ -269,14 +288,15 @@ fn har_entry<'a>(page: &'a str, e: &'a Exchange, http_version: &'a str) -> HarEn
             .flat_map(|(_, v)| cookies(Some(v.split(';').next().unwrap_or_default()), ';'))
             .collect(),
         headers: har_headers(&e.response_headers),
-        content: Content {
-            size: e.response_body_size.map_or(0, |n| n as i64),
-            mime_type: e.response_header("content-type").unwrap_or_default(),
-            text: e.response_body.as_ref().map(|body| body.text.as_str()),
-            encoding: e
-                .response_body
-                .as_ref()
-                .and_then(|body| body.base64.then_some("base64")),
+        content: {
+            let response_type = e.response_header("content-type");
+            let shown = e.response_body.as_ref().map(|body| shown(body, response_type));
+            Content {
+                size: e.response_body_size.map_or(0, |n| n as i64),
+                mime_type: response_type.unwrap_or_default(),
+                encoding: shown.as_ref().and_then(|(_, base64)| base64.then_some("base64")),
+                text: shown.map(|(text, _)| text),
+            }
         },
         redirect_url: e.response_header("location").unwrap_or_default(),
         headers_size: -1,
@@ -712,7 +732,6 @@ fn any_value(value: &AttributeValue) -> AnyValue<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exchanges::Body;
 
     fn exchange() -> Exchange {
         Exchange {
@@ -833,6 +852,70 @@ mod tests {
         );
         assert_eq!(entry["response"]["bodySize"], 8);
         assert_eq!(entry["comment"], "request 00000000000000aa");
+    }
+
+    /// Text in UTF-16, which the trace keeps as base64 of its bytes, is shown as its text: a
+    /// .NET service's answer after its byte-order mark, and a body under a type naming
+    /// `utf-16be`. What does not decode cleanly, and bytes that are not UTF-16, stay base64.
+    #[test]
+    fn a_har_shows_text_in_utf_16_as_its_text() {
+        let base64 = |bytes: &[u8]| Body {
+            text: base64::engine::general_purpose::STANDARD.encode(bytes),
+            base64: true,
+        };
+        let utf16 = |text: &str, big_endian: bool| -> Vec<u8> {
+            text.encode_utf16()
+                .flat_map(|unit| {
+                    if big_endian {
+                        unit.to_be_bytes()
+                    } else {
+                        unit.to_le_bytes()
+                    }
+                })
+                .collect()
+        };
+        let mut e = exchange();
+        e.status = Some(200);
+        e.request_headers[0].1 = "application/json; charset=UTF-16BE".into();
+        e.request_body = Some(base64(&utf16("{\"sku\":\"é-7\"}", true)));
+        e.response_headers
+            .push(("content-type".into(), "text/xml".into()));
+        let mut answer = vec![0xff, 0xfe];
+        answer.extend(utf16("<ok>✓ 𝄞</ok>", false));
+        e.response_body = Some(base64(&answer));
+        let entry = serde_json::to_value(har_entry("t1", &e, "HTTP/1.1")).unwrap();
+        assert_eq!(
+            entry["request"]["postData"],
+            json!({ "mimeType": "application/json; charset=UTF-16BE", "text": "{\"sku\":\"é-7\"}" })
+        );
+        assert_eq!(
+            entry["response"]["content"],
+            json!({ "size": 0, "mimeType": "text/xml", "text": "<ok>✓ 𝄞</ok>" })
+        );
+
+        // An odd byte at the end, a lone surrogate: the bytes as they were, in base64.
+        let mut odd = answer.clone();
+        odd.push(b'x');
+        let mut lone = answer.clone();
+        lone.extend([0x00, 0xd8]);
+        for bytes in [odd, lone] {
+            e.response_body = Some(base64(&bytes));
+            let entry = serde_json::to_value(har_entry("t1", &e, "HTTP/1.1")).unwrap();
+            assert_eq!(entry["response"]["content"]["encoding"], "base64");
+            assert_eq!(
+                entry["response"]["content"]["text"],
+                base64::engine::general_purpose::STANDARD.encode(&bytes)
+            );
+        }
+        // No mark and no charset: bytes, not guessed at.
+        e.request_headers[0].1 = "application/json".into();
+        e.request_body = Some(base64(&utf16("{}", true)));
+        let entry = serde_json::to_value(har_entry("t1", &e, "HTTP/1.1")).unwrap();
+        assert_eq!(entry["request"]["postData"]["text"], "AHsAfQ==");
+        assert_eq!(
+            entry["request"]["postData"]["comment"],
+            "base64: the body was not UTF-8"
+        );
     }
 
     /// OTLP/JSON's AnyValue for each kind of attribute: integers as strings, lists as
