@@ -27,6 +27,19 @@ fn leaked<'s>(secrets: &'s [String], haystack: &[u8]) -> Vec<&'s str> {
         .collect()
 }
 
+/// Every string in `value`, its escapes read.
+fn strings_of(value: &serde_json::Value) -> Vec<&str> {
+    match value {
+        serde_json::Value::String(text) => vec![text],
+        serde_json::Value::Array(items) => items.iter().flat_map(strings_of).collect(),
+        serde_json::Value::Object(members) => members
+            .iter()
+            .flat_map(|(name, value)| std::iter::once(name.as_str()).chain(strings_of(value)))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// The bytes of every body the events keep, as they stand for them: base64 decoded where the
 /// encoding says so (`kit.http.….body.encoding`), and the text of the rest with its JSON
 /// escapes read (a body of ASCII in UTF-16 is UTF-8 too, its zero bytes kept as `\u0000`); and
@@ -156,6 +169,41 @@ fn no_secret_of_the_corpus_survives_in_any_artifact_and_audit_agrees() {
         Vec::<&str>::new(),
         "in the report"
     );
+
+    // The exports: HAR, which shows a body of text in UTF-16 as its text, and OTLP/JSON. Each
+    // searched as written and as its strings with their JSON escapes read.
+    for flag in ["--har", "--otlp"] {
+        let path = results.path().join(flag.trim_start_matches('-'));
+        let export = run(kit_cli().arg("export").arg(archive).arg(flag).arg(&path));
+        assert!(export.status.success(), "{}", describe(&export));
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(
+            leaked(&secrets, &bytes),
+            Vec::<&str>::new(),
+            "in the {flag} export"
+        );
+        let document: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        for text in strings_of(&document) {
+            assert_eq!(
+                leaked(&secrets, text.as_bytes()),
+                Vec::<&str>::new(),
+                "in the {flag} export"
+            );
+        }
+        if flag == "--har" {
+            let sign_ins = document["log"]["entries"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|e| e["response"]["content"]["text"].as_str())
+                .filter(|text| {
+                    text.contains("<user>José</user><password>[REDACTED]</password>")
+                        || text.contains(r#"{"user":"ada","client_secret":"[REDACTED]"}"#)
+                })
+                .count();
+            assert_eq!(sign_ins, 8, "the UTF-16 sign-ins, redacted, as their text");
+        }
+    }
 
     // kit-cli audit agrees: nothing in the archive.
     let clean = audit(archive, None);
