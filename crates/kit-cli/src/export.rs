@@ -233,8 +233,20 @@ struct Timings {
 /// body is shown as the text it stands for. One that does not decode cleanly (a lone
 /// surrogate, an odd byte) stays base64: its bytes are not lost.
 fn shown<'a>(body: &'a Body, content_type: Option<&str>) -> (Cow<'a, str>, bool) {
+    let base64 = &base64::engine::general_purpose::STANDARD;
+    // Decoded whole only when it may be UTF-16: an image's megabytes are not decoded to be
+    // kept as they were. The first four letters are the first three bytes, the mark's two.
+    let may_be_utf16 = || {
+        content_type.is_some_and(|t| t.to_ascii_lowercase().contains("utf-16"))
+            || body
+                .text
+                .get(..4)
+                .and_then(|start| base64.decode(start).ok())
+                .is_some_and(|start| start.starts_with(&[0xff, 0xfe]) || start.starts_with(&[0xfe, 0xff]))
+    };
     if body.base64
-        && let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(&body.text)
+        && may_be_utf16()
+        && let Ok(bytes) = base64.decode(&body.text)
         && let Some(text) = kit_core::redact::utf16_text(content_type, &bytes)
         && !text.contains(char::REPLACEMENT_CHARACTER)
     {
