@@ -49,13 +49,11 @@ pub(crate) fn check(data: &[u8]) {
             .expect("base64");
         assert!(kept.len() <= options.max_diagnostic_body_length);
         clean_bytes(&kept);
-        // Text in UTF-16 (a byte-order mark, or the charset) is held to the search as the
-        // text it stands for: its bytes put a zero beside each ASCII letter.
-        if kind.is_some_and(|k| k.ends_with("utf-16"))
-            || body.starts_with(&[0xff, 0xfe])
-            || body.starts_with(&[0xfe, 0xff])
-        {
-            clean(&utf16_text(&kept, kind, body));
+        // Text in UTF-16 (a byte-order mark, the charset, or the zeros of its first two
+        // characters under a type of text: what `redact::utf16_text` documents) is held to the
+        // search as the text it stands for: its bytes put a zero beside each ASCII letter.
+        if kit_core::redact::utf16_text(kind, body).is_some() {
+            clean(&utf16_text(&kept, body));
         }
     } else {
         clean(&recorded.text);
@@ -89,12 +87,13 @@ pub(crate) fn check(data: &[u8]) {
 }
 
 /// `kept` read as UTF-16 in the order the body's mark, or else its first character, shows
-/// (as the sanitizer reads it), past the mark.
-fn utf16_text(kept: &[u8], kind: Option<&str>, body: &[u8]) -> String {
+/// (as the sanitizer reads it: `charset=utf-16`, the only charset here, and the zeros alike),
+/// past the mark.
+fn utf16_text(kept: &[u8], body: &[u8]) -> String {
     let (big_endian, from) = match body {
         [0xff, 0xfe, ..] => (false, 2),
         [0xfe, 0xff, ..] => (true, 2),
-        [first, 0, ..] if *first != 0 && kind.is_some() => (false, 0),
+        [first, 0, ..] if *first != 0 => (false, 0),
         _ => (true, 0),
     };
     let units = kept.get(from..).unwrap_or_default().chunks_exact(2).map(|pair| {

@@ -862,7 +862,9 @@ impl Utf16 {
             }
             _ => {}
         }
-        let charset = markup::parameter(content_type?, "charset")?;
+        let Some(charset) = content_type.and_then(|t| markup::parameter(t, "charset")) else {
+            return Self::by_its_zeros(content_type, body);
+        };
         let big_endian = if charset.eq_ignore_ascii_case("utf-16be") {
             true
         } else if charset.eq_ignore_ascii_case("utf-16le") {
@@ -873,6 +875,30 @@ impl Utf16 {
             return None;
         };
         Some(Utf16 {
+            big_endian,
+            mark: false,
+        })
+    }
+
+    /// Text in UTF-16 that neither a mark nor a `charset` names, told as RFC 4627 (JSON) and
+    /// the XML specification (Appendix F) tell it: by where the zero bytes of its first two
+    /// characters, which are ASCII, fall (`{ 00 " 00` little-endian, `00 { 00 "` big-endian).
+    /// Only where the type says text (JSON, XML, HTML, a form, `text/…`), or there is no
+    /// type and the first character opens a document (`{`, `[`, `<`): bytes of other kinds
+    /// are not guessed at. Text in UTF-8 has no zero bytes there, and without this such a body
+    /// (ASCII in UTF-16 is UTF-8 too) was read as text whose names no rule found.
+    fn by_its_zeros(content_type: Option<&str>, body: &[u8]) -> Option<Utf16> {
+        let ascii = |b: u8| b == b'\t' || b == b'\n' || b == b'\r' || (0x20..0x7f).contains(&b);
+        let (first, big_endian) = match *body.get(..4)? {
+            [a, 0, b, 0] if ascii(a) && ascii(b) => (a, false),
+            [0, a, 0, b] if ascii(a) && ascii(b) => (a, true),
+            _ => return None,
+        };
+        let text = match content_type {
+            Some(t) => declared_kind(t).is_some() || media_type(t).starts_with("text/"),
+            None => matches!(first, b'{' | b'[' | b'<'),
+        };
+        text.then_some(Utf16 {
             big_endian,
             mark: false,
         })
@@ -912,24 +938,30 @@ impl Utf16 {
 }
 
 /// The text `bytes` stand for if they are UTF-16, as the sanitizer reads such a body: after a
-/// byte-order mark (`FF FE`, or `FE FF` for big-endian), or under a `content_type` whose
+/// byte-order mark (`FF FE`, or `FE FF` for big-endian); under a `content_type` whose
 /// `charset` is `utf-16le`, `utf-16be` or `utf-16` (whose byte order, without a mark, the
-/// first character shows, else big-endian). A lone surrogate, or an odd byte at the end, is
-/// U+FFFD, one unit each, so a character's place in the text maps back to its bytes.
+/// first character shows, else big-endian); or, with no charset named, by the zero bytes of
+/// its first two characters, which are ASCII, where the type says text (JSON, XML, HTML, a
+/// form, `text/…`) or there is no type and the first character opens a document (`{`, `[`,
+/// `<`), as JSON's RFC 4627 and XML tell UTF-16. A lone surrogate, or an odd byte at the end,
+/// is U+FFFD, one unit each, so a character's place in the text maps back to its bytes.
 ///
 /// The sanitizer records such a body as base64 of its bytes (with its secrets replaced in the
-/// text, then written back in UTF-16): `kit-cli audit` searches base64 after a mark as this
-/// text too, and `kit-cli export har` shows such a body as this text.
+/// text, then written back in UTF-16): `kit-cli audit` searches base64 as this text too (with
+/// no type to go by), and `kit-cli export --har` shows such a body as this text.
 ///
 /// ```
 /// use kit_core::redact::utf16_text;
 ///
 /// assert_eq!(utf16_text(None, b"\xff\xfeo\0k\0").as_deref(), Some("ok"));
 /// assert_eq!(utf16_text(None, b"\xfe\xff\0o\0k").as_deref(), Some("ok"));
-/// // Without a mark, only a type that names the charset says what the bytes are.
-/// assert_eq!(utf16_text(None, b"o\0k\0"), None);
 /// let xml = Some("text/xml; charset=utf-16le");
 /// assert_eq!(utf16_text(xml, b"o\0k\0").as_deref(), Some("ok"));
+/// // Without a mark or a charset: by the zeros, where a type says text or a document opens.
+/// assert_eq!(utf16_text(Some("text/plain"), b"o\0k\0").as_deref(), Some("ok"));
+/// assert_eq!(utf16_text(None, b"{\0}\0").as_deref(), Some("{}"));
+/// assert_eq!(utf16_text(None, b"o\0k\0"), None);
+/// assert_eq!(utf16_text(Some("image/png"), b"o\0k\0"), None);
 /// ```
 pub fn utf16_text(content_type: Option<&str>, bytes: &[u8]) -> Option<String> {
     Utf16::of(content_type, bytes).map(|utf16| utf16.decode(bytes))

@@ -2115,6 +2115,43 @@ fn a_body_of_text_in_utf_16_is_redacted_by_its_names() {
             "{content_type}"
         );
     }
+    // Neither a mark nor a charset: told by the zeros of its first two characters, which are
+    // ASCII, where the type says text, or there is no type and the text opens a document.
+    for (content_type, big_endian) in [
+        (Some("application/json"), false),
+        (Some("application/problem+json"), true),
+        (Some("text/plain"), false),
+        (None, true),
+        (None, false),
+    ] {
+        let recorded = sanitizer().recorded_body(content_type, &utf16(json, big_endian, false));
+        assert!(recorded.base64, "{content_type:?}");
+        assert_eq!(
+            decode(recorded),
+            utf16(shown, big_endian, false),
+            "{content_type:?}"
+        );
+    }
+    let soap = "<login><user>José</user><password>hunter2-secret-pw</password></login>";
+    assert_eq!(
+        decode(sanitizer().recorded_body(Some("application/soap+xml"), &utf16(soap, true, false))),
+        utf16(
+            "<login><user>José</user><password>[REDACTED]</password></login>",
+            true,
+            false
+        )
+    );
+    // A type of bytes is not guessed at: the text (ASCII in UTF-16 is UTF-8) is kept as it was.
+    let bytes = utf16(r#"{"password":"p4ss-w0rd-secret"}"#, false, false);
+    let recorded = sanitizer().recorded_body(Some("application/octet-stream"), &bytes);
+    assert_eq!(
+        recorded,
+        RecordedBody {
+            text: String::from_utf8(bytes).unwrap(),
+            base64: false
+        }
+    );
+
     // Rule 10 too: a JWT in a note, in UTF-16BE after its mark.
     let note = format!("<note>signed in as {JWT}</note>");
     assert_eq!(
