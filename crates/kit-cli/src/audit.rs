@@ -64,11 +64,12 @@ fn first_secret(bytes: &[u8], events: bool, scanner: &LeakScanner, forms: bool) 
             form,
         };
         let in_bytes = first_in(&decoded, scanner, forms).map(at);
-        // Text in UTF-16 after its mark (a test's own attachment of a .NET service's answer)
-        // puts a zero beside each ASCII letter, so it is searched as the text it stands for.
+        // Text in UTF-16 (a test's own attachment of a .NET service's answer) puts a zero
+        // beside each ASCII letter, so it is searched as the text it stands for: after its
+        // mark, or, with no type to go by, a document that opens as JSON or XML does.
         let in_text = utf16_text(None, &decoded).and_then(|text| {
             first_in(text.as_bytes(), scanner, forms)
-                .map(|(offset, form)| at((utf16_offset(&text, offset), form)))
+                .map(|(offset, form)| at((utf16_offset(&decoded, &text, offset), form)))
         });
         earlier(in_bytes, in_text)
     });
@@ -89,15 +90,20 @@ fn first_in(haystack: &[u8], scanner: &LeakScanner, forms: bool) -> Option<(usiz
     }
 }
 
-/// Where the character at byte `offset` of `text` (read by [`utf16_text`] after a mark) starts in
-/// its UTF-16 bytes: past the mark, two bytes a unit.
-fn utf16_offset(text: &str, offset: usize) -> usize {
+/// Where the character at byte `offset` of `text` (read by [`utf16_text`] from `bytes`) starts
+/// in `bytes`: past the mark, if any, two bytes a unit.
+fn utf16_offset(bytes: &[u8], text: &str, offset: usize) -> usize {
+    let mark = if matches!(bytes, [0xff, 0xfe, ..] | [0xfe, 0xff, ..]) {
+        2
+    } else {
+        0
+    };
     let units: usize = text
         .char_indices()
         .take_while(|&(at, _)| at < offset)
         .map(|(_, c)| c.len_utf16())
         .sum();
-    2 + 2 * units
+    mark + 2 * units
 }
 
 /// The earlier of two secrets found; at one place, the first (a known secret is passed first:

@@ -235,14 +235,13 @@ struct Timings {
 fn shown<'a>(body: &'a Body, content_type: Option<&str>) -> (Cow<'a, str>, bool) {
     let base64 = &base64::engine::general_purpose::STANDARD;
     // Decoded whole only when it may be UTF-16: an image's megabytes are not decoded to be
-    // kept as they were. The first four letters are the first three bytes, the mark's two.
+    // kept as they were. The first eight letters are the first six bytes, and what tells
+    // UTF-16 (a mark, a charset, the zeros of the first two characters) is in the first four.
     let may_be_utf16 = || {
-        content_type.is_some_and(|t| t.to_ascii_lowercase().contains("utf-16"))
-            || body
-                .text
-                .get(..4)
-                .and_then(|start| base64.decode(start).ok())
-                .is_some_and(|start| start.starts_with(&[0xff, 0xfe]) || start.starts_with(&[0xfe, 0xff]))
+        let start = body.text.get(..8).unwrap_or(&body.text);
+        base64
+            .decode(start)
+            .is_ok_and(|start| kit_core::redact::utf16_text(content_type, &start).is_some())
     };
     if body.base64
         && may_be_utf16()
@@ -867,8 +866,9 @@ mod tests {
     }
 
     /// Text in UTF-16, which the trace keeps as base64 of its bytes, is shown as its text: a
-    /// .NET service's answer after its byte-order mark, and a body under a type naming
-    /// `utf-16be`. What does not decode cleanly, and bytes that are not UTF-16, stay base64.
+    /// .NET service's answer after its byte-order mark, a body under a type naming
+    /// `utf-16be`, and JSON told by its zeros. What does not decode cleanly, and bytes that are
+    /// not UTF-16, stay base64.
     #[test]
     fn a_har_shows_text_in_utf_16_as_its_text() {
         let base64 = |bytes: &[u8]| Body {
@@ -919,9 +919,16 @@ mod tests {
                 base64::engine::general_purpose::STANDARD.encode(&bytes)
             );
         }
-        // No mark and no charset: bytes, not guessed at.
+        // No mark and no charset: by the zeros of its first two characters under a type that
+        // says text, as the sanitizer read it; under a type of bytes, not guessed at.
         e.request_headers[0].1 = "application/json".into();
         e.request_body = Some(base64(&utf16("{}", true)));
+        let entry = serde_json::to_value(har_entry("t1", &e, "HTTP/1.1")).unwrap();
+        assert_eq!(
+            entry["request"]["postData"],
+            json!({ "mimeType": "application/json", "text": "{}" })
+        );
+        e.request_headers[0].1 = "application/octet-stream".into();
         let entry = serde_json::to_value(har_entry("t1", &e, "HTTP/1.1")).unwrap();
         assert_eq!(entry["request"]["postData"]["text"], "AHsAfQ==");
         assert_eq!(

@@ -727,12 +727,13 @@ fn audit_searches_base64_as_the_bytes_it_stands_for() {
     assert!(text.ends_with(": a Google API key, by its form\n"), "{text}");
 }
 
-/// Text in UTF-16 after its byte-order mark, kept as base64 (a test's own attachment of a SOAP
-/// answer, say), is searched as the text it stands for: each ASCII letter of a secret stands
+/// Text in UTF-16 kept as base64 (a test's own attachment of a SOAP answer, say), after its
+/// byte-order mark or (since the fifty-ninth stop) JSON or XML told by the zeros of its first
+/// two characters, is searched as the text it stands for: each ASCII letter of a secret stands
 /// beside a zero byte there, which a search of the bytes does not see (issue 9's fifty-eighth
 /// stop).
 #[test]
-fn audit_reads_utf_16_after_its_mark_as_text() {
+fn audit_reads_utf_16_as_text() {
     use base64::Engine as _;
     let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
     let utf16 = |text: &str, big_endian: bool| {
@@ -766,9 +767,17 @@ fn audit_reads_utf_16_after_its_mark_as_text() {
     assert_eq!(code, Some(1), "{text}");
     assert!(text.ends_with(", at byte 4 of what it stands for\n"), "{text}");
     assert!(!text.contains(secret));
-    // Without the mark, the bytes are searched as they are: such text is not guessed at.
+    // JSON in UTF-16LE without a mark, told by its zeros: `{"token":"` is ten units, byte 20.
+    let json = utf16(&format!(r#"{{"token":"{secret}"}}"#), false)[2..].to_vec();
+    let (code, text) = audit_of_bytes(secret, &clean, &b64(&json));
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.ends_with(", at byte 20 of what it stands for\n"), "{text}");
+    // Without the mark, and not opening as a document does, the bytes are searched as they
+    // are: such text is not guessed at.
     let unmarked = utf16(&format!("x{secret}"), false)[2..].to_vec();
     let (code, text) = audit_of_bytes(secret, &clean, &b64(&[&[0x00, 0xff][..], &unmarked].concat()));
+    assert_eq!(code, Some(0), "{text}");
+    let (code, text) = audit_of_bytes(secret, &clean, &b64(&unmarked));
     assert_eq!(code, Some(0), "{text}");
 }
 
