@@ -841,11 +841,12 @@ struct Utf16 {
 }
 
 impl Utf16 {
-    /// Whether `body` is text in UTF-16, and in which byte order: by its byte-order mark, or by
+    /// Whether `body` is text in UTF-16, and in which byte order: by its byte-order mark; by
     /// a `charset` its type names (`utf-16le`, `utf-16be`; `utf-16` without a mark in the
     /// order its first character, ASCII in a JSON or XML document, shows, else big-endian, as
-    /// RFC 2781 says). A SOAP service may answer so, and its names, each letter beside a zero
-    /// byte, are found by no rule read as Latin-1 or UTF-8.
+    /// RFC 2781 says); or, with no charset named, by its zeros ([`Utf16::by_its_zeros`]). A
+    /// SOAP service may answer so, and its names, each letter beside a zero byte, are found by
+    /// no rule read as Latin-1 or UTF-8.
     fn of(content_type: Option<&str>, body: &[u8]) -> Option<Utf16> {
         match body {
             [0xff, 0xfe, ..] => {
