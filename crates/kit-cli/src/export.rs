@@ -227,31 +227,47 @@ struct Timings {
     receive: i64,
 }
 
-/// A body as HAR shows it, and whether that is base64. The trace keeps text in UTF-16 (by its
-/// byte-order mark, or its type's `charset`) as base64 of its bytes, as it keeps every body
-/// that is not UTF-8; HAR's `text` is the text a viewer shows, as browsers write it, so such a
-/// body is shown as the text it stands for. One that does not decode cleanly (a lone
-/// surrogate, an odd byte) stays base64: its bytes are not lost.
+/// A body as HAR shows it, and whether that is base64. The trace keeps every body that is not
+/// UTF-8 as base64 of its bytes; HAR's `text` is the text a viewer shows, which browsers
+/// decode by the body's charset. So text the trace kept as bytes is shown as the text it
+/// stands for: UTF-16 as the sanitizer read it (by its byte-order mark, its type's `charset`
+/// or its zeros), and text in another charset the type names (`iso-8859-1`, `Shift_JIS`…)
+/// decoded as the WHATWG Encoding Standard decodes it, as a browser does. What does not
+/// decode cleanly (a lone surrogate, an odd byte, a byte its charset has no character for)
+/// stays base64: its bytes are not lost.
 fn shown<'a>(body: &'a Body, content_type: Option<&str>) -> (Cow<'a, str>, bool) {
+    if !body.base64 {
+        return (Cow::Borrowed(&body.text), false);
+    }
     let base64 = &base64::engine::general_purpose::STANDARD;
-    // Decoded whole only when it may be UTF-16: an image's megabytes are not decoded to be
-    // kept as they were. The first eight letters are the first six bytes, and what tells
-    // UTF-16 (a mark, a charset, the zeros of the first two characters) is in the first four.
+    // Decoded whole only when it may be text: an image's megabytes are not decoded to be kept
+    // as they were. The first eight letters are the first six bytes, and what tells UTF-16
+    // (a mark, a charset, the zeros of the first two characters) is in the first four.
     let may_be_utf16 = || {
         let start = body.text.get(..8).unwrap_or(&body.text);
         base64
             .decode(start)
             .is_ok_and(|start| kit_core::redact::utf16_text(content_type, &start).is_some())
     };
-    if body.base64
-        && may_be_utf16()
+    if may_be_utf16()
         && let Ok(bytes) = base64.decode(&body.text)
         && let Some(text) = kit_core::redact::utf16_text(content_type, &bytes)
         && !text.contains(char::REPLACEMENT_CHARACTER)
     {
         return (Cow::Owned(text), false);
     }
-    (Cow::Borrowed(&body.text), body.base64)
+    // UTF-8 that is not (the trace keeps bytes only for that) and UTF-16 are told above.
+    let named = content_type
+        .and_then(|t| kit_core::redact::header_parameter(t, "charset"))
+        .and_then(|label| encoding_rs::Encoding::for_label(label.trim().as_bytes()))
+        .filter(|&e| ![encoding_rs::UTF_8, encoding_rs::UTF_16LE, encoding_rs::UTF_16BE].contains(&e));
+    if let Some(encoding) = named
+        && let Ok(bytes) = base64.decode(&body.text)
+        && let Some(text) = encoding.decode_without_bom_handling_and_without_replacement(&bytes)
+    {
+        return (Cow::Owned(text.into_owned()), false);
+    }
+    (Cow::Borrowed(&body.text), true)
 }
 
 fn har_entry<'a>(page: &'a str, e: &'a Exchange, http_version: &'a str) -> HarEntry<'a> {
@@ -935,6 +951,48 @@ mod tests {
             entry["request"]["postData"]["comment"],
             "base64: the body was not UTF-8"
         );
+    }
+
+    /// Text in a charset its type names, kept as bytes since it is not UTF-8, is shown as its
+    /// text, decoded as a browser decodes it: `iso-8859-1` as windows-1252 (`0x80` is `€`),
+    /// Shift_JIS. A byte its charset has no character for, and bytes under a type that names
+    /// UTF-8, stay base64.
+    #[test]
+    fn a_har_shows_text_in_a_named_charset_as_its_text() {
+        let base64 = |bytes: &[u8]| Body {
+            text: base64::engine::general_purpose::STANDARD.encode(bytes),
+            base64: true,
+        };
+        let mut e = exchange();
+        e.status = Some(200);
+        e.response_headers
+            .push(("content-type".into(), "text/html; charset=\"ISO-8859-1\"".into()));
+        e.response_body = Some(base64(b"<p>Gr\xfc\xdfe \x80 5</p>"));
+        e.request_headers[0].1 = "text/plain; charset=Shift_JIS".into();
+        e.request_body = Some(base64(b"\x93\xfa\x96\x7b"));
+        let entry = serde_json::to_value(har_entry("t1", &e, "HTTP/1.1")).unwrap();
+        assert_eq!(
+            entry["response"]["content"],
+            json!({ "size": 0, "mimeType": "text/html; charset=\"ISO-8859-1\"", "text": "<p>Grüße € 5</p>" })
+        );
+        assert_eq!(
+            entry["request"]["postData"],
+            json!({ "mimeType": "text/plain; charset=Shift_JIS", "text": "日本" })
+        );
+        // A lead byte with nothing after it, and bytes that are no UTF-8 under a type that
+        // says UTF-8: the bytes as they were.
+        for (content_type, bytes) in [
+            ("text/plain; charset=Shift_JIS", &b"\x93\xfa\x96"[..]),
+            ("text/plain; charset=utf-8", b"\xff ok"),
+        ] {
+            e.request_headers[0].1 = content_type.into();
+            e.request_body = Some(base64(bytes));
+            let entry = serde_json::to_value(har_entry("t1", &e, "HTTP/1.1")).unwrap();
+            assert_eq!(
+                entry["request"]["postData"]["comment"], "base64: the body was not UTF-8",
+                "{content_type}"
+            );
+        }
     }
 
     /// OTLP/JSON's AnyValue for each kind of attribute: integers as strings, lists as

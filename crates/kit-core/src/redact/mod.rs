@@ -938,6 +938,21 @@ impl Utf16 {
     }
 }
 
+/// The parameter `name` (in any case) of a header's value, unquoted: the `charset` of
+/// `text/xml; charset="utf-16"`, the `boundary` of a multipart type. The sanitizer reads a
+/// body's charset and a multipart body's boundary with it.
+///
+/// ```
+/// use kit_core::redact::header_parameter;
+///
+/// let content_type = "text/html; Charset=\"ISO-8859-1\"";
+/// assert_eq!(header_parameter(content_type, "charset"), Some("ISO-8859-1"));
+/// assert_eq!(header_parameter("text/html", "charset"), None);
+/// ```
+pub fn header_parameter<'v>(value: &'v str, name: &str) -> Option<&'v str> {
+    markup::parameter(value, name)
+}
+
 /// The text `bytes` stand for if they are UTF-16, as the sanitizer reads such a body: after a
 /// byte-order mark (`FF FE`, or `FE FF` for big-endian); under a `content_type` whose
 /// `charset` is `utf-16le`, `utf-16be` or `utf-16` (whose byte order, without a mark, the
