@@ -240,9 +240,9 @@ fn shown<'a>(body: &'a Body, content_type: Option<&str>) -> (Cow<'a, str>, bool)
         return (Cow::Borrowed(&body.text), false);
     }
     let base64 = &base64::engine::general_purpose::STANDARD;
-    // Decoded whole only when it may be text: an image's megabytes are not decoded to be kept
-    // as they were. The first eight letters are the first six bytes, and what tells UTF-16
-    // (a mark, a charset, the zeros of the first two characters) is in the first four.
+    // Decoded whole only when it may be UTF-16: an image's megabytes are not decoded to be
+    // kept as they were. The first eight letters are the first six bytes, and what tells
+    // UTF-16 (a mark, a charset, the zeros of the first two characters) is in the first four.
     let may_be_utf16 = || {
         let start = body.text.get(..8).unwrap_or(&body.text);
         base64
@@ -256,7 +256,8 @@ fn shown<'a>(body: &'a Body, content_type: Option<&str>) -> (Cow<'a, str>, bool)
     {
         return (Cow::Owned(text), false);
     }
-    // UTF-8 that is not (the trace keeps bytes only for that) and UTF-16 are told above.
+    // A label of UTF-8 adds nothing (these bytes are not UTF-8, or the trace would have kept
+    // text), and UTF-16 is told above, as the sanitizer tells it.
     let named = content_type
         .and_then(|t| kit_core::redact::header_parameter(t, "charset"))
         .and_then(|label| encoding_rs::Encoding::for_label(label.trim().as_bytes()))
