@@ -893,15 +893,12 @@ mod tests {
             base64: true,
         };
         let utf16 = |text: &str, big_endian: bool| -> Vec<u8> {
-            text.encode_utf16()
-                .flat_map(|unit| {
-                    if big_endian {
-                        unit.to_be_bytes()
-                    } else {
-                        unit.to_le_bytes()
-                    }
-                })
-                .collect()
+            let to_bytes: fn(u16) -> [u8; 2] = if big_endian {
+                u16::to_be_bytes
+            } else {
+                u16::to_le_bytes
+            };
+            text.encode_utf16().flat_map(to_bytes).collect()
         };
         let mut e = exchange();
         e.status = Some(200);

@@ -736,20 +736,18 @@ fn audit_searches_base64_as_the_bytes_it_stands_for() {
 fn audit_reads_utf_16_as_text() {
     use base64::Engine as _;
     let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
-    let utf16 = |text: &str, big_endian: bool| {
-        let mut bytes = if big_endian {
-            vec![0xfe, 0xff]
+    // After its byte-order mark.
+    let utf16 = |text: &str, big_endian: bool| -> Vec<u8> {
+        let to_bytes: fn(u16) -> [u8; 2] = if big_endian {
+            u16::to_be_bytes
         } else {
-            vec![0xff, 0xfe]
+            u16::to_le_bytes
         };
-        for unit in text.encode_utf16() {
-            bytes.extend_from_slice(&if big_endian {
-                unit.to_be_bytes()
-            } else {
-                unit.to_le_bytes()
-            });
-        }
-        bytes
+        // The mark is U+FEFF in the text's byte order.
+        to_bytes(0xfeff)
+            .into_iter()
+            .chain(text.encode_utf16().flat_map(to_bytes))
+            .collect()
     };
     let secret = "tok-9f8e7d6c5b4a";
     let clean = utf16("<note>Grüße</note>", false);

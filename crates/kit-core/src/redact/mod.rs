@@ -1395,8 +1395,8 @@ impl Sanitizer {
     }
 
     /// A body as recorded: redacted by its structure, then by known secrets, then cut at the
-    /// cap. Text in UTF-16 (by its byte-order mark or its type's `charset`) is read as such;
-    /// other bytes that are not UTF-8 are replaced (U+FFFD).
+    /// cap. Text in UTF-16 (by its byte-order mark, its type's `charset` or its zeros: see
+    /// [`utf16_text`]) is read as such; other bytes that are not UTF-8 are replaced (U+FFFD).
     pub fn body(&self, content_type: Option<&str>, body: &[u8]) -> String {
         if let Some(utf16) = Utf16::of(content_type, body) {
             return self.text_body(content_type, &utf16.decode(body));
