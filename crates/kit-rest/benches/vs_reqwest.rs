@@ -10,6 +10,13 @@
 //!   server), attachments captured — tests of ten requests started and finished as the kit's
 //!   runner does, each request asserting its status and a shape.
 //!
+//! Right after the kit, each round runs raw reqwest again, the same requests on the same
+//! client: not a side of its own but a measure of the machine. Its rate over the first raw
+//! run's, round by round, is how far two runs of the same code drift apart a few hundred
+//! milliseconds apart (this kind of virtual machine slows down in spells); the kit over the
+//! mean of the two raw runs around it is kit/raw with a steady drift within the round taken
+//! out. `KIT_BENCH_AGAIN=0` leaves it out.
+//!
 //! Besides, not as a baseline: raw reqwest with a client per test of ten requests, configured as
 //! the kit configures a test's client, for the sequential and 32-in-flight scenarios. Each kit
 //! test owns its client (so its own connection and cookie jar), and each `#[kit::test]` runs
@@ -511,11 +518,30 @@ struct RoundRatios(Option<[f64; 3]>);
 
 impl RoundRatios {
     fn of(baseline: &[Sample], kit: &[Sample]) -> Self {
-        let mut ratios: Vec<f64> = baseline
-            .iter()
-            .zip(kit)
-            .map(|(b, k)| b.wall.as_secs_f64() / k.wall.as_secs_f64())
-            .collect();
+        Self::spread(
+            baseline
+                .iter()
+                .zip(kit)
+                .map(|(b, k)| b.wall.as_secs_f64() / k.wall.as_secs_f64())
+                .collect(),
+        )
+    }
+
+    /// The kit's rate over the mean of raw reqwest's in the runs just before and just after
+    /// it, round by round: a machine that speeds up or slows down steadily within a round
+    /// then favours neither side.
+    fn bracketed(before: &[Sample], kit: &[Sample], after: &[Sample]) -> Self {
+        Self::spread(
+            before
+                .iter()
+                .zip(kit)
+                .zip(after)
+                .map(|((b, k), a)| (b.wall.as_secs_f64() + a.wall.as_secs_f64()) / 2.0 / k.wall.as_secs_f64())
+                .collect(),
+        )
+    }
+
+    fn spread(mut ratios: Vec<f64>) -> Self {
         if ratios.is_empty() {
             return RoundRatios(None);
         }
@@ -678,6 +704,8 @@ fn main() {
     let mut raw_times: Vec<Vec<Sample>> = vec![Vec::new(); 3];
     let mut kit_times: Vec<Vec<Sample>> = vec![Vec::new(); 3];
     let mut per_test_times: Vec<Vec<Sample>> = vec![Vec::new(); 2];
+    // Raw reqwest run again right after the kit, round by round (sequential, 32 in flight).
+    let mut again_times: Vec<Vec<Sample>> = vec![Vec::new(); 2];
     // Built only for the raw side: it loads the platform's root certificates.
     let tls = std::sync::LazyLock::new(tls_config);
     let only = std::env::var("KIT_BENCH_ONLY").ok();
@@ -686,6 +714,8 @@ fn main() {
     let side = std::env::var("KIT_BENCH_SIDE").unwrap_or_default();
     let (raw_on, kit_on) = (side.is_empty() || side == "raw", side.is_empty() || side == "kit");
     let per_test_on = side.is_empty() || side == "per-test";
+    // On unless switched off: it costs a fifth more time and measures the machine, not the kit.
+    let again_on = side.is_empty() && std::env::var("KIT_BENCH_AGAIN").map_or(true, |v| v != "0");
     let asked = |name: &str, var: &str| side == name || (side.is_empty() && std::env::var_os(var).is_some());
     // Samples of the opt-in sides, by scenario (sequential, 32 in flight).
     let mut others = Vec::new();
@@ -702,6 +732,9 @@ fn main() {
             }
             if kit_on {
                 kit_times[0].push(timed(&rt, kit_requests(&kit, n, 0, false)));
+            }
+            if again_on {
+                again_times[0].push(timed(&rt, raw_requests(&client, &url, n)));
             }
             if per_test_on {
                 per_test_times[0].push(timed(&rt, raw_tests(&tls, &url, n)));
@@ -721,6 +754,12 @@ fn main() {
             if kit_on {
                 kit_times[1].push(timed(&rt, async {
                     let tasks = (0..IN_FLIGHT).map(|t| kit_requests(&kit, per_task, t * per_task, true));
+                    futures_util::future::join_all(tasks).await;
+                }));
+            }
+            if again_on {
+                again_times[1].push(timed(&rt, async {
+                    let tasks = (0..IN_FLIGHT).map(|_| raw_requests(&client, &url, per_task));
                     futures_util::future::join_all(tasks).await;
                 }));
             }
@@ -779,6 +818,7 @@ fn main() {
     let mut per_test_rows = Vec::new();
     let mut other_rows = Vec::new();
     let mut round_rows = Vec::new();
+    let mut again_rows = Vec::new();
     let mut thread_rows = Vec::new();
     for (i, scenario) in scenarios.iter().enumerate() {
         if raw_times[i].is_empty() || kit_times[i].is_empty() {
@@ -828,13 +868,21 @@ fn main() {
             ));
         }
         // Round by round, before `rate` sorts the rounds: each round ran raw, then kit (then
-        // raw with a client per test) back to back, so its ratio is a pair measured in the same
-        // minute, and the lowest is what the target's "never below" is about.
+        // raw again and raw with a client per test) back to back, so its ratio is a pair
+        // measured in the same minute, and the lowest is what the target's "never below" is
+        // about.
         round_rows.push(format!(
             "{scenario:<14} {} {}",
             RoundRatios::of(&raw_times[i], &kit_times[i]),
             RoundRatios::of(per_test_samples, &kit_times[i])
         ));
+        if let Some(again) = again_times.get(i).filter(|t| !t.is_empty()) {
+            again_rows.push(format!(
+                "{scenario:<14} {} {}",
+                RoundRatios::of(&raw_times[i], again),
+                RoundRatios::bracketed(&raw_times[i], &kit_times[i], again)
+            ));
+        }
         // The opt-in sides' rounds over raw reqwest's and over raw reqwest's with a client per
         // test, paired before `rate` sorts any of them.
         let other_rounds: Vec<_> = others
@@ -872,7 +920,7 @@ fn main() {
         );
     }
     println!(
-        "kit/raw and kit/that round by round (each round runs raw, kit and raw with a client per test back to back)"
+        "kit/raw and kit/that round by round (each round runs raw, kit, raw again and raw with a client per test back to back)"
     );
     println!(
         "{:<14} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
@@ -880,6 +928,20 @@ fn main() {
     );
     for row in round_rows {
         println!("{row}");
+    }
+    if !again_rows.is_empty() {
+        // What the machine alone does to a ratio: the same code measured twice a few hundred
+        // milliseconds apart. A kit round below 0.90 means little where these go below it too.
+        println!(
+            "raw reqwest against itself: each round also ran raw reqwest again right after the kit (KIT_BENCH_AGAIN=0 leaves it out); again/raw round by round, and the kit over the mean of the two raw runs around it"
+        );
+        println!(
+            "{:<14} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+            "scenario", "again lo", "again md", "again hi", "brkt lo", "brkt med", "brkt hi"
+        );
+        for row in again_rows {
+            println!("{row}");
+        }
     }
     println!("CPU µs per request by thread, over all rounds (/proc/self/task/*/schedstat)");
     println!(
