@@ -47,7 +47,9 @@
 //! `KIT_BENCH_HANDLER_BUSY_US` (computes, holding the server's thread). To run
 //! one scenario (for a profiler): `KIT_BENCH_ONLY=sequential` (or `32`, `1 MiB`); one side
 //! only, with no table then: `KIT_BENCH_SIDE=raw`, `kit`, `per-test` (raw reqwest with a
-//! client per test), `transport` or `hyper`. To keep the kit's archive for a look inside:
+//! client per test), `transport` or `hyper`; `KIT_BENCH_SIDE=again` runs raw reqwest twice a
+//! round with nothing between, and prints only how far the two runs drift apart. To keep the
+//! kit's archive for a look inside:
 //! `KIT_BENCH_KEEP=path`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, missing_docs)]
@@ -712,10 +714,14 @@ fn main() {
     let runs = |i: usize| only.as_deref().is_none_or(|o| scenarios[i].starts_with(o));
     // One side only (no ratios then): what a profiler should count.
     let side = std::env::var("KIT_BENCH_SIDE").unwrap_or_default();
-    let (raw_on, kit_on) = (side.is_empty() || side == "raw", side.is_empty() || side == "kit");
+    // `again`: raw reqwest and raw reqwest again, nothing between them, to tell the machine's
+    // own spread from anything the kit leaves behind for the run after it.
+    let raw_on = side.is_empty() || side == "raw" || side == "again";
+    let kit_on = side.is_empty() || side == "kit";
     let per_test_on = side.is_empty() || side == "per-test";
     // On unless switched off: it costs a fifth more time and measures the machine, not the kit.
-    let again_on = side.is_empty() && std::env::var("KIT_BENCH_AGAIN").map_or(true, |v| v != "0");
+    let again_on =
+        side == "again" || (side.is_empty() && std::env::var("KIT_BENCH_AGAIN").map_or(true, |v| v != "0"));
     let asked = |name: &str, var: &str| side == name || (side.is_empty() && std::env::var_os(var).is_some());
     // Samples of the opt-in sides, by scenario (sequential, 32 in flight).
     let mut others = Vec::new();
@@ -821,6 +827,17 @@ fn main() {
     let mut again_rows = Vec::new();
     let mut thread_rows = Vec::new();
     for (i, scenario) in scenarios.iter().enumerate() {
+        // Before anything sorts the rounds, and with or without the kit's (`KIT_BENCH_SIDE=again`).
+        if let Some(again) = again_times
+            .get(i)
+            .filter(|t| !t.is_empty() && !raw_times[i].is_empty())
+        {
+            again_rows.push(format!(
+                "{scenario:<14} {} {}",
+                RoundRatios::of(&raw_times[i], again),
+                RoundRatios::bracketed(&raw_times[i], &kit_times[i], again)
+            ));
+        }
         if raw_times[i].is_empty() || kit_times[i].is_empty() {
             continue;
         }
@@ -876,13 +893,6 @@ fn main() {
             RoundRatios::of(&raw_times[i], &kit_times[i]),
             RoundRatios::of(per_test_samples, &kit_times[i])
         ));
-        if let Some(again) = again_times.get(i).filter(|t| !t.is_empty()) {
-            again_rows.push(format!(
-                "{scenario:<14} {} {}",
-                RoundRatios::of(&raw_times[i], again),
-                RoundRatios::bracketed(&raw_times[i], &kit_times[i], again)
-            ));
-        }
         // The opt-in sides' rounds over raw reqwest's and over raw reqwest's with a client per
         // test, paired before `rate` sorts any of them.
         let other_rounds: Vec<_> = others
@@ -932,8 +942,13 @@ fn main() {
     if !again_rows.is_empty() {
         // What the machine alone does to a ratio: the same code measured twice a few hundred
         // milliseconds apart. A kit round below 0.90 means little where these go below it too.
+        let after = if kit_on {
+            "the kit"
+        } else {
+            "the first, nothing between them"
+        };
         println!(
-            "raw reqwest against itself: each round also ran raw reqwest again right after the kit (KIT_BENCH_AGAIN=0 leaves it out); again/raw round by round, and the kit over the mean of the two raw runs around it"
+            "raw reqwest against itself: each round also ran raw reqwest again right after {after} (KIT_BENCH_AGAIN=0 leaves it out); again/raw round by round, and the kit over the mean of the two raw runs around it"
         );
         println!(
             "{:<14} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
