@@ -565,6 +565,57 @@ impl std::fmt::Display for RoundRatios {
     }
 }
 
+/// The median of a scenario's round-by-round ratios (a baseline's wall time over the other
+/// side's) and a 95% interval for it: the 2.5th and 97.5th percentiles of the medians of 2 000
+/// resamples of the rounds, drawn with replacement (a percentile bootstrap). It says how
+/// precisely one run pins the median down on this machine. `None` with fewer than three rounds.
+fn median_interval(baseline: &[Sample], other: &[Sample]) -> Option<[f64; 3]> {
+    const RESAMPLES: usize = 2_000;
+    let ratios: Vec<f64> = baseline
+        .iter()
+        .zip(other)
+        .map(|(b, o)| b.wall.as_secs_f64() / o.wall.as_secs_f64())
+        .collect();
+    if ratios.len() < 3 {
+        return None;
+    }
+    let median = |values: &mut Vec<f64>| {
+        values.sort_by(f64::total_cmp);
+        values[values.len() / 2]
+    };
+    // splitmix64, seeded the same every run: the interval is a function of the rounds alone.
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut next = move || {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let mut sample = Vec::with_capacity(ratios.len());
+    let mut medians: Vec<f64> = (0..RESAMPLES)
+        .map(|_| {
+            sample.clear();
+            sample.extend((0..ratios.len()).map(|_| ratios[(next() % ratios.len() as u64) as usize]));
+            median(&mut sample)
+        })
+        .collect();
+    medians.sort_by(f64::total_cmp);
+    Some([
+        median(&mut ratios.clone()),
+        medians[RESAMPLES * 25 / 1000],
+        medians[RESAMPLES * 975 / 1000 - 1],
+    ])
+}
+
+/// `median low high`, or dashes.
+fn interval_cell(interval: Option<[f64; 3]>) -> String {
+    match interval {
+        Some([median, low, high]) => format!("{median:>8.3} {low:>8.3} {high:>8.3}"),
+        None => format!("{:>8} {:>8} {:>8}", "-", "-", "-"),
+    }
+}
+
 /// Nanoseconds sequential kit tests spent in `finish`: waiting for their end to be committed.
 static FINISH_WAIT_NS: AtomicU64 = AtomicU64::new(0);
 static FINISHED_TESTS: AtomicU64 = AtomicU64::new(0);
@@ -825,8 +876,17 @@ fn main() {
     let mut other_rows = Vec::new();
     let mut round_rows = Vec::new();
     let mut again_rows = Vec::new();
+    let mut interval_rows = Vec::new();
     let mut thread_rows = Vec::new();
     for (i, scenario) in scenarios.iter().enumerate() {
+        // Before anything sorts the rounds.
+        if i < 2 && !raw_times[i].is_empty() {
+            interval_rows.push(format!(
+                "{scenario:<14} {} {}",
+                interval_cell(median_interval(&raw_times[i], &kit_times[i])),
+                interval_cell(median_interval(&raw_times[i], &again_times[i]))
+            ));
+        }
         // Before anything sorts the rounds, and with or without the kit's (`KIT_BENCH_SIDE=again`).
         if let Some(again) = again_times
             .get(i)
@@ -955,6 +1015,18 @@ fn main() {
             "scenario", "again lo", "again md", "again hi", "brkt lo", "brkt med", "brkt hi"
         );
         for row in again_rows {
+            println!("{row}");
+        }
+    }
+    if !interval_rows.is_empty() {
+        println!(
+            "the median round's kit/raw and again/raw, each with a 95% interval (a bootstrap over the rounds): how precisely this run pins a median down"
+        );
+        println!(
+            "{:<14} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+            "scenario", "kit md", "kit lo", "kit hi", "again md", "again lo", "again hi"
+        );
+        for row in interval_rows {
             println!("{row}");
         }
     }
