@@ -568,7 +568,9 @@ impl std::fmt::Display for RoundRatios {
 /// The median of a scenario's round-by-round ratios (a baseline's wall time over the other
 /// side's) and a 95% interval for it: the 2.5th and 97.5th percentiles of the medians of 2 000
 /// resamples of the rounds, drawn with replacement (a percentile bootstrap). It says how
-/// precisely one run pins the median down on this machine. `None` with fewer than three rounds.
+/// precisely one run pins the median down on this machine. With few rounds such an interval is
+/// too narrow (three rounds give their own lowest and highest), so there is none below five;
+/// again/raw's, which should hold 1.0, shows when a run's is.
 fn median_interval(baseline: &[Sample], other: &[Sample]) -> Option<[f64; 3]> {
     const RESAMPLES: usize = 2_000;
     let ratios: Vec<f64> = baseline
@@ -576,7 +578,7 @@ fn median_interval(baseline: &[Sample], other: &[Sample]) -> Option<[f64; 3]> {
         .zip(other)
         .map(|(b, o)| b.wall.as_secs_f64() / o.wall.as_secs_f64())
         .collect();
-    if ratios.len() < 3 {
+    if ratios.len() < 5 {
         return None;
     }
     let median = |values: &mut Vec<f64>| {
@@ -613,6 +615,16 @@ fn interval_cell(interval: Option<[f64; 3]>) -> String {
     match interval {
         Some([median, low, high]) => format!("{median:>8.3} {low:>8.3} {high:>8.3}"),
         None => format!("{:>8} {:>8} {:>8}", "-", "-", "-"),
+    }
+}
+
+/// Prints a table of ratios by scenario: its title, then a header of six columns, then its rows.
+fn ratio_table(title: &str, columns: [&str; 6], rows: Vec<String>) {
+    println!("{title}");
+    let [a, b, c, d, e, f] = columns;
+    println!("{:<14} {a:>8} {b:>8} {c:>8} {d:>8} {e:>8} {f:>8}", "scenario");
+    for row in rows {
+        println!("{row}");
     }
 }
 
@@ -880,11 +892,15 @@ fn main() {
     let mut thread_rows = Vec::new();
     for (i, scenario) in scenarios.iter().enumerate() {
         // Before anything sorts the rounds.
-        if i < 2 && !raw_times[i].is_empty() {
+        let (kit_interval, again_interval) = match (raw_times.get(i), kit_times.get(i), again_times.get(i)) {
+            (Some(raw), Some(kit), Some(again)) => (median_interval(raw, kit), median_interval(raw, again)),
+            _ => (None, None),
+        };
+        if kit_interval.is_some() || again_interval.is_some() {
             interval_rows.push(format!(
                 "{scenario:<14} {} {}",
-                interval_cell(median_interval(&raw_times[i], &kit_times[i])),
-                interval_cell(median_interval(&raw_times[i], &again_times[i]))
+                interval_cell(kit_interval),
+                interval_cell(again_interval)
             ));
         }
         // Before anything sorts the rounds, and with or without the kit's (`KIT_BENCH_SIDE=again`).
@@ -989,16 +1005,11 @@ fn main() {
             kit / raw
         );
     }
-    println!(
-        "kit/raw and kit/that round by round (each round runs raw, kit, raw again and raw with a client per test back to back)"
+    ratio_table(
+        "kit/raw and kit/that round by round (each round runs raw, kit, raw again and raw with a client per test back to back)",
+        ["lowest", "median", "highest", "that lo", "that med", "that hi"],
+        round_rows,
     );
-    println!(
-        "{:<14} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
-        "scenario", "lowest", "median", "highest", "that lo", "that med", "that hi"
-    );
-    for row in round_rows {
-        println!("{row}");
-    }
     if !again_rows.is_empty() {
         // What the machine alone does to a ratio: the same code measured twice a few hundred
         // milliseconds apart. A kit round below 0.90 means little where these go below it too.
@@ -1007,28 +1018,22 @@ fn main() {
         } else {
             "the first, nothing between them"
         };
-        println!(
-            "raw reqwest against itself: each round also ran raw reqwest again right after {after} (KIT_BENCH_AGAIN=0 leaves it out); again/raw round by round, and the kit over the mean of the two raw runs around it"
+        ratio_table(
+            &format!(
+                "raw reqwest against itself: each round also ran raw reqwest again right after {after} (KIT_BENCH_AGAIN=0 leaves it out); again/raw round by round, and the kit over the mean of the two raw runs around it"
+            ),
+            [
+                "again lo", "again md", "again hi", "brkt lo", "brkt med", "brkt hi",
+            ],
+            again_rows,
         );
-        println!(
-            "{:<14} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
-            "scenario", "again lo", "again md", "again hi", "brkt lo", "brkt med", "brkt hi"
-        );
-        for row in again_rows {
-            println!("{row}");
-        }
     }
     if !interval_rows.is_empty() {
-        println!(
-            "the median round's kit/raw and again/raw, each with a 95% interval (a bootstrap over the rounds): how precisely this run pins a median down"
+        ratio_table(
+            "the median round's kit/raw and again/raw, each with a 95% interval (a bootstrap over the rounds): how precisely this run pins a median down",
+            ["kit md", "kit lo", "kit hi", "again md", "again lo", "again hi"],
+            interval_rows,
         );
-        println!(
-            "{:<14} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
-            "scenario", "kit md", "kit lo", "kit hi", "again md", "again lo", "again hi"
-        );
-        for row in interval_rows {
-            println!("{row}");
-        }
     }
     println!("CPU µs per request by thread, over all rounds (/proc/self/task/*/schedstat)");
     println!(
