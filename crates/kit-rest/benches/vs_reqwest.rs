@@ -15,7 +15,8 @@
 //! run's, round by round, is how far two runs of the same code drift apart a few hundred
 //! milliseconds apart (this kind of virtual machine slows down in spells); the kit over the
 //! mean of the two raw runs around it is kit/raw with a steady drift within the round taken
-//! out. `KIT_BENCH_AGAIN=0` leaves it out.
+//! out. `KIT_BENCH_AGAIN=0` leaves it out. The median round's kit/raw and again/raw then get a
+//! 95% interval each (a bootstrap over the rounds): how precisely one run pins a median down.
 //!
 //! Besides, not as a baseline: raw reqwest with a client per test of ten requests, configured as
 //! the kit configures a test's client, for the sequential and 32-in-flight scenarios. Each kit
