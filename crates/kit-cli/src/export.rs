@@ -249,26 +249,34 @@ fn shown<'a>(body: &'a Body, content_type: Option<&str>) -> (Cow<'a, str>, bool)
             .decode(start)
             .is_ok_and(|start| kit_core::redact::utf16_text(content_type, &start).is_some())
     };
-    if may_be_utf16()
-        && let Ok(bytes) = base64.decode(&body.text)
+    let kept = (Cow::Borrowed(body.text.as_str()), true);
+    // A label of UTF-8 adds nothing (these bytes are not UTF-8, or the trace would have kept
+    // text), and UTF-16 is told below, as the sanitizer tells it.
+    let named = content_type
+        .and_then(|t| kit_core::redact::header_parameter(t, "charset"))
+        .and_then(|label| encoding_rs::Encoding::for_label(label.trim().as_bytes()))
+        .filter(|&e| ![encoding_rs::UTF_8, encoding_rs::UTF_16LE, encoding_rs::UTF_16BE].contains(&e));
+    let utf16 = may_be_utf16();
+    if !utf16 && named.is_none() {
+        return kept;
+    }
+    // Decoded once, for both readings: a marked body under another charset's label that is
+    // not clean UTF-16 falls through to its label's.
+    let Ok(bytes) = base64.decode(&body.text) else {
+        return kept;
+    };
+    if utf16
         && let Some(text) = kit_core::redact::utf16_text(content_type, &bytes)
         && !text.contains(char::REPLACEMENT_CHARACTER)
     {
         return (Cow::Owned(text), false);
     }
-    // A label of UTF-8 adds nothing (these bytes are not UTF-8, or the trace would have kept
-    // text), and UTF-16 is told above, as the sanitizer tells it.
-    let named = content_type
-        .and_then(|t| kit_core::redact::header_parameter(t, "charset"))
-        .and_then(|label| encoding_rs::Encoding::for_label(label.trim().as_bytes()))
-        .filter(|&e| ![encoding_rs::UTF_8, encoding_rs::UTF_16LE, encoding_rs::UTF_16BE].contains(&e));
     if let Some(encoding) = named
-        && let Ok(bytes) = base64.decode(&body.text)
         && let Some(text) = encoding.decode_without_bom_handling_and_without_replacement(&bytes)
     {
         return (Cow::Owned(text.into_owned()), false);
     }
-    (Cow::Borrowed(&body.text), true)
+    kept
 }
 
 fn har_entry<'a>(page: &'a str, e: &'a Exchange, http_version: &'a str) -> HarEntry<'a> {
