@@ -18,6 +18,11 @@
 //! out. `KIT_BENCH_AGAIN=0` leaves it out. The median round's kit/raw and again/raw then get a
 //! 95% interval each (a bootstrap over the rounds): how precisely one run pins a median down.
 //!
+//! Each round then measures the sequential and 32-in-flight scenarios a second way, the sides
+//! interleaved: raw, kit and raw again take turns in slices of a few tests, and each side's
+//! slices are summed, so a slow spell of the machine falls on every side alike rather than on
+//! whichever ran through it (`Interleaved`; `KIT_BENCH_INTERLEAVED=0` leaves it out).
+//!
 //! Besides, not as a baseline: raw reqwest with a client per test of ten requests, configured as
 //! the kit configures a test's client, for the sequential and 32-in-flight scenarios. Each kit
 //! test owns its client (so its own connection and cookie jar), and each `#[kit::test]` runs
@@ -629,6 +634,180 @@ fn ratio_table(title: &str, columns: [&str; 6], rows: Vec<String>) {
     }
 }
 
+/// Which side a slice of the interleaved measurement runs.
+#[derive(Clone, Copy)]
+enum Slice {
+    Raw,
+    Kit,
+    Again,
+}
+
+/// The kit and raw reqwest measured by turns a few tests at a time, not a whole run at a time.
+///
+/// This machine slows down and speeds up in spells shorter than a run of 2 000 requests (raw
+/// reqwest against itself, run after run, spreads from 0.6 to 1.5), and a side that runs
+/// whole in a slow spell takes all of it. Here the sides take turns a slice at a time:
+/// sequentially five tests' worth of requests (50; `KIT_BENCH_SLICE_TESTS` sets the five), at
+/// 32 in flight 32 tests at once (320), in the order raw, kit, raw again, then raw again, kit,
+/// raw, so that both raw sides stand as often just before a kit slice as just after one. A
+/// round sums each side's slices, so a spell falls on all three sides alike. Raw again over
+/// raw says what is left of the machine's spread; the raw slices just after a kit slice over
+/// those just before one say what a kit slice leaves behind for whatever runs next (its
+/// dispatcher still at work, the kernel writing the archive back, caches it filled), which
+/// counts against raw reqwest here: about half of it lifts kit/raw.
+struct Interleaved {
+    concurrent: bool,
+    /// Each side's slices summed, a sample a round (wall time only).
+    raw: Vec<Sample>,
+    kit: Vec<Sample>,
+    again: Vec<Sample>,
+    /// The raw sides' slices that ran just after a kit slice, and just before one, summed.
+    after_kit: Duration,
+    before_kit: Duration,
+    /// Requests each side made, over all rounds.
+    requests: usize,
+}
+
+impl Interleaved {
+    fn new(concurrent: bool) -> Self {
+        Interleaved {
+            concurrent,
+            raw: Vec::new(),
+            kit: Vec::new(),
+            again: Vec::new(),
+            after_kit: Duration::ZERO,
+            before_kit: Duration::ZERO,
+            requests: 0,
+        }
+    }
+
+    fn scenario(&self) -> &'static str {
+        if self.concurrent {
+            "32 in flight"
+        } else {
+            "sequential"
+        }
+    }
+
+    /// One round: as many requests a side as a whole run of the scenario, in slices by turns.
+    fn round(
+        &mut self,
+        rt: &tokio::runtime::Runtime,
+        client: &reqwest::Client,
+        url: &str,
+        kit: &Kit,
+        n: usize,
+    ) {
+        let per_test = requests_per_test();
+        let tasks = if self.concurrent { IN_FLIGHT } else { 1 };
+        // One test a task at 32 in flight: five would make slices of 1 600 requests, as coarse
+        // as the whole runs above.
+        let tests = if self.concurrent {
+            1
+        } else {
+            env("KIT_BENCH_SLICE_TESTS", 5).max(1)
+        };
+        let per_slice = per_test * tests;
+        // At 32 in flight a round of 2 000 requests would be six cycles, too few for a spell
+        // to fall evenly; twenty cost about a second.
+        let cycles = (n / (per_slice * tasks)).max(if self.concurrent { 20 } else { 2 });
+        self.requests += cycles * per_slice * tasks;
+        let mut sums = [Duration::ZERO; 3];
+        for cycle in 0..cycles {
+            let order = if cycle % 2 == 0 {
+                [Slice::Raw, Slice::Kit, Slice::Again]
+            } else {
+                [Slice::Again, Slice::Kit, Slice::Raw]
+            };
+            for (position, side) in order.into_iter().enumerate() {
+                let started = Instant::now();
+                rt.block_on(async {
+                    match side {
+                        Slice::Raw | Slice::Again => {
+                            let tasks = (0..tasks).map(|_| raw_requests(client, url, per_slice));
+                            futures_util::future::join_all(tasks).await;
+                        }
+                        Slice::Kit => {
+                            let tasks = (0..tasks)
+                                .map(|t| kit_requests(kit, per_slice, t * per_slice, self.concurrent));
+                            futures_util::future::join_all(tasks).await;
+                        }
+                    }
+                });
+                let wall = started.elapsed();
+                sums[side as usize] += wall;
+                match position {
+                    0 => self.before_kit += wall,
+                    2 => self.after_kit += wall,
+                    _ => {}
+                }
+            }
+        }
+        let sample = |wall| Sample {
+            wall,
+            cpu: Duration::ZERO,
+            threads: ThreadCpu::default(),
+        };
+        self.raw.push(sample(sums[Slice::Raw as usize]));
+        self.kit.push(sample(sums[Slice::Kit as usize]));
+        self.again.push(sample(sums[Slice::Again as usize]));
+    }
+
+    fn print(measures: &[Interleaved]) {
+        let ran = || measures.iter().filter(|m| !m.raw.is_empty());
+        ratio_table(
+            &format!(
+                "interleaved: the sides by turns in slices ({} requests sequentially; at 32 in flight 32 tests at once), raw, kit, raw again, then raw again, kit, raw, each side's slices summed by round (KIT_BENCH_INTERLEAVED=0 leaves it out); kit/raw and again/raw round by round",
+                requests_per_test() * env("KIT_BENCH_SLICE_TESTS", 5).max(1)
+            ),
+            ["kit lo", "kit md", "kit hi", "again lo", "again md", "again hi"],
+            ran()
+                .map(|m| {
+                    format!(
+                        "{:<14} {} {}",
+                        m.scenario(),
+                        RoundRatios::of(&m.raw, &m.kit),
+                        RoundRatios::of(&m.raw, &m.again)
+                    )
+                })
+                .collect(),
+        );
+        ratio_table(
+            "interleaved: the median round's kit/raw and again/raw, each with a 95% interval",
+            ["kit md", "kit lo", "kit hi", "again md", "again lo", "again hi"],
+            ran()
+                .map(|m| {
+                    format!(
+                        "{:<14} {} {}",
+                        m.scenario(),
+                        interval_cell(median_interval(&m.raw, &m.kit)),
+                        interval_cell(median_interval(&m.raw, &m.again))
+                    )
+                })
+                .collect(),
+        );
+        println!(
+            "interleaved, all rounds together: kit/raw, again/raw, and the raw sides' slices just after a kit slice over those just before one (above 1: a kit slice leaves work behind)"
+        );
+        println!(
+            "{:<14} {:>8} {:>8} {:>8} {:>12} {:>12}",
+            "scenario", "kit/raw", "again", "after", "raw req/s", "kit req/s"
+        );
+        for m in ran() {
+            let total = |samples: &[Sample]| samples.iter().map(|s| s.wall.as_secs_f64()).sum::<f64>();
+            println!(
+                "{:<14} {:>8.3} {:>8.3} {:>8.3} {:>12.0} {:>12.0}",
+                m.scenario(),
+                total(&m.raw) / total(&m.kit),
+                total(&m.raw) / total(&m.again),
+                m.after_kit.as_secs_f64() / m.before_kit.as_secs_f64(),
+                m.requests as f64 / total(&m.raw),
+                m.requests as f64 / total(&m.kit)
+            );
+        }
+    }
+}
+
 /// Nanoseconds sequential kit tests spent in `finish`: waiting for their end to be committed.
 static FINISH_WAIT_NS: AtomicU64 = AtomicU64::new(0);
 static FINISHED_TESTS: AtomicU64 = AtomicU64::new(0);
@@ -795,6 +974,10 @@ fn main() {
     if asked("hyper", "KIT_BENCH_HYPER") {
         others.push(OtherSide::new(Transport::Hyper));
     }
+    // Off with `KIT_BENCH_INTERLEAVED=0`, and with one side only: a profile of one side wants
+    // no other side's slices between its own.
+    let interleaved_on = side.is_empty() && std::env::var("KIT_BENCH_INTERLEAVED").map_or(true, |v| v != "0");
+    let mut interleaved = [Interleaved::new(false), Interleaved::new(true)];
     for _ in 0..rounds {
         if runs(0) {
             if raw_on {
@@ -852,6 +1035,13 @@ fn main() {
             }
             if kit_on {
                 kit_times[2].push(timed(&rt, kit_page(&kit, pages)));
+            }
+        }
+        if interleaved_on {
+            for (i, measure) in interleaved.iter_mut().enumerate() {
+                if runs(i) {
+                    measure.round(&rt, &client, &url, &kit, n);
+                }
             }
         }
     }
@@ -1087,5 +1277,8 @@ fn main() {
         for row in other_rows {
             println!("{row}");
         }
+    }
+    if interleaved_on && interleaved.iter().any(|m| !m.raw.is_empty()) {
+        Interleaved::print(&interleaved);
     }
 }
