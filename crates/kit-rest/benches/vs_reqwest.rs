@@ -640,6 +640,7 @@ enum Slice {
     Raw,
     Kit,
     Again,
+    PerTest,
 }
 
 /// The kit and raw reqwest measured by turns a few tests at a time, not a whole run at a time.
@@ -648,10 +649,11 @@ enum Slice {
 /// reqwest against itself, run after run, spreads from 0.6 to 1.5), and a side that runs
 /// whole in a slow spell takes all of it. Here the sides take turns a slice at a time:
 /// sequentially five tests' worth of requests (50; `KIT_BENCH_SLICE_TESTS` sets the five), at
-/// 32 in flight 32 tests at once (320), in the order raw, kit, raw again, then raw again, kit,
-/// raw, so that both raw sides stand as often just before a kit slice as just after one. A
-/// round sums each side's slices, so a spell falls on all three sides alike. Raw again over
-/// raw says what is left of the machine's spread; the raw slices just after a kit slice over
+/// 32 in flight 32 tests at once (320), in the order raw, kit, raw again, raw with a client per
+/// test, then the other way round, so that both raw sides stand as often just before a kit
+/// slice as just after one. A round sums each side's slices, so a spell falls on every side
+/// alike. Raw again over raw says what is left of the machine's spread; raw with a client per
+/// test over raw, what that isolation costs; the raw slices just after a kit slice over
 /// those just before one say what a kit slice leaves behind for whatever runs next (its
 /// dispatcher still at work, the kernel writing the archive back, caches it filled), which
 /// counts against raw reqwest here: about half of it lifts kit/raw.
@@ -661,6 +663,7 @@ struct Interleaved {
     raw: Vec<Sample>,
     kit: Vec<Sample>,
     again: Vec<Sample>,
+    per_test: Vec<Sample>,
     /// The raw sides' slices that ran just after a kit slice, and just before one, summed.
     after_kit: Duration,
     before_kit: Duration,
@@ -675,6 +678,7 @@ impl Interleaved {
             raw: Vec::new(),
             kit: Vec::new(),
             again: Vec::new(),
+            per_test: Vec::new(),
             after_kit: Duration::ZERO,
             before_kit: Duration::ZERO,
             requests: 0,
@@ -696,6 +700,7 @@ impl Interleaved {
         client: &reqwest::Client,
         url: &str,
         kit: &Kit,
+        tls: &rustls::ClientConfig,
         n: usize,
     ) {
         let per_test = requests_per_test();
@@ -712,12 +717,12 @@ impl Interleaved {
         // to fall evenly; twenty cost about a second.
         let cycles = (n / (per_slice * tasks)).max(if self.concurrent { 20 } else { 2 });
         self.requests += cycles * per_slice * tasks;
-        let mut sums = [Duration::ZERO; 3];
+        let mut sums = [Duration::ZERO; 4];
         for cycle in 0..cycles {
             let order = if cycle % 2 == 0 {
-                [Slice::Raw, Slice::Kit, Slice::Again]
+                [Slice::Raw, Slice::Kit, Slice::Again, Slice::PerTest]
             } else {
-                [Slice::Again, Slice::Kit, Slice::Raw]
+                [Slice::PerTest, Slice::Again, Slice::Kit, Slice::Raw]
             };
             for (position, side) in order.into_iter().enumerate() {
                 let started = Instant::now();
@@ -725,6 +730,10 @@ impl Interleaved {
                     match side {
                         Slice::Raw | Slice::Again => {
                             let tasks = (0..tasks).map(|_| raw_requests(client, url, per_slice));
+                            futures_util::future::join_all(tasks).await;
+                        }
+                        Slice::PerTest => {
+                            let tasks = (0..tasks).map(|_| raw_tests(tls, url, per_slice));
                             futures_util::future::join_all(tasks).await;
                         }
                         Slice::Kit => {
@@ -736,10 +745,12 @@ impl Interleaved {
                 });
                 let wall = started.elapsed();
                 sums[side as usize] += wall;
-                match position {
-                    0 => self.before_kit += wall,
-                    2 => self.after_kit += wall,
-                    _ => {}
+                // Raw reqwest just before the kit's slice and just after it, in both orders.
+                let kit_at = order.iter().position(|side| matches!(side, Slice::Kit));
+                if Some(position + 1) == kit_at {
+                    self.before_kit += wall;
+                } else if kit_at.map(|k| k + 1) == Some(position) {
+                    self.after_kit += wall;
                 }
             }
         }
@@ -751,13 +762,14 @@ impl Interleaved {
         self.raw.push(sample(sums[Slice::Raw as usize]));
         self.kit.push(sample(sums[Slice::Kit as usize]));
         self.again.push(sample(sums[Slice::Again as usize]));
+        self.per_test.push(sample(sums[Slice::PerTest as usize]));
     }
 
     fn print(measures: &[Interleaved]) {
         let ran = || measures.iter().filter(|m| !m.raw.is_empty());
         ratio_table(
             &format!(
-                "interleaved: the sides by turns in slices ({} requests sequentially; at 32 in flight 32 tests at once), raw, kit, raw again, then raw again, kit, raw, each side's slices summed by round (KIT_BENCH_INTERLEAVED=0 leaves it out); kit/raw and again/raw round by round",
+                "interleaved: the sides by turns in slices ({} requests sequentially; at 32 in flight 32 tests at once), raw, kit, raw again, raw with a client per test, then the other way round, each side's slices summed by round (KIT_BENCH_INTERLEAVED=0 leaves it out); kit/raw and again/raw round by round",
                 requests_per_test() * env("KIT_BENCH_SLICE_TESTS", 5).max(1)
             ),
             ["kit lo", "kit md", "kit hi", "again lo", "again md", "again hi"],
@@ -787,21 +799,32 @@ impl Interleaved {
                 .collect(),
         );
         println!(
-            "interleaved, all rounds together: kit/raw, again/raw, and the raw sides' slices just after a kit slice over those just before one (above 1: a kit slice leaves work behind)"
+            "interleaved, all rounds together: kit/raw, again/raw, raw with a client per test over raw (that/raw) and the kit over it (kit/that), the raw sides' slices just after a kit slice over those just before one (above 1: a kit slice leaves work behind), and each side's rate"
         );
         println!(
-            "{:<14} {:>8} {:>8} {:>8} {:>12} {:>12}",
-            "scenario", "kit/raw", "again", "after", "raw req/s", "kit req/s"
+            "{:<14} {:>8} {:>8} {:>8} {:>8} {:>8} {:>12} {:>12} {:>12}",
+            "scenario",
+            "kit/raw",
+            "again",
+            "that/raw",
+            "kit/that",
+            "after",
+            "raw req/s",
+            "that req/s",
+            "kit req/s"
         );
         for m in ran() {
             let total = |samples: &[Sample]| samples.iter().map(|s| s.wall.as_secs_f64()).sum::<f64>();
             println!(
-                "{:<14} {:>8.3} {:>8.3} {:>8.3} {:>12.0} {:>12.0}",
+                "{:<14} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>12.0} {:>12.0} {:>12.0}",
                 m.scenario(),
                 total(&m.raw) / total(&m.kit),
                 total(&m.raw) / total(&m.again),
+                total(&m.raw) / total(&m.per_test),
+                total(&m.per_test) / total(&m.kit),
                 m.after_kit.as_secs_f64() / m.before_kit.as_secs_f64(),
                 m.requests as f64 / total(&m.raw),
+                m.requests as f64 / total(&m.per_test),
                 m.requests as f64 / total(&m.kit)
             );
         }
@@ -1040,7 +1063,7 @@ fn main() {
         if interleaved_on {
             for (i, measure) in interleaved.iter_mut().enumerate() {
                 if runs(i) {
-                    measure.round(&rt, &client, &url, &kit, n);
+                    measure.round(&rt, &client, &url, &kit, &tls, n);
                 }
             }
         }
