@@ -522,19 +522,22 @@ async fn kit_requests(kit: &Kit, n: usize, first: usize, concurrent: bool) {
     }
 }
 
+/// A baseline's wall time over the other side's, round by round, for each round both ran in.
+fn wall_ratios(baseline: &[Sample], other: &[Sample]) -> Vec<f64> {
+    baseline
+        .iter()
+        .zip(other)
+        .map(|(b, o)| b.wall.as_secs_f64() / o.wall.as_secs_f64())
+        .collect()
+}
+
 /// The lowest, median and highest of a scenario's ratios round by round: a baseline's wall time
 /// over the kit's, for each round both ran in. Blank when either side did not run.
 struct RoundRatios(Option<[f64; 3]>);
 
 impl RoundRatios {
     fn of(baseline: &[Sample], kit: &[Sample]) -> Self {
-        Self::spread(
-            baseline
-                .iter()
-                .zip(kit)
-                .map(|(b, k)| b.wall.as_secs_f64() / k.wall.as_secs_f64())
-                .collect(),
-        )
+        Self::spread(wall_ratios(baseline, kit))
     }
 
     /// The kit's rate over the mean of raw reqwest's in the runs just before and just after
@@ -581,11 +584,7 @@ impl std::fmt::Display for RoundRatios {
 /// again/raw's, which should hold 1.0, shows when a run's is.
 fn median_interval(baseline: &[Sample], other: &[Sample]) -> Option<[f64; 3]> {
     const RESAMPLES: usize = 2_000;
-    let ratios: Vec<f64> = baseline
-        .iter()
-        .zip(other)
-        .map(|(b, o)| b.wall.as_secs_f64() / o.wall.as_secs_f64())
-        .collect();
+    let ratios = wall_ratios(baseline, other);
     if ratios.len() < 5 {
         return None;
     }
@@ -661,6 +660,10 @@ enum Slice {
 /// counts against raw reqwest here: about half of it lifts kit/raw.
 struct Interleaved {
     concurrent: bool,
+    /// Requests a task makes in a slice: `KIT_BENCH_SLICE_TESTS` tests' worth sequentially (5),
+    /// one test's at 32 in flight, where five would make slices of 1 600 requests, as coarse
+    /// as the whole runs above.
+    per_slice: usize,
     /// Each side's slices summed, a sample a round (wall time only).
     raw: Vec<Sample>,
     kit: Vec<Sample>,
@@ -675,8 +678,14 @@ struct Interleaved {
 
 impl Interleaved {
     fn new(concurrent: bool) -> Self {
+        let tests = if concurrent {
+            1
+        } else {
+            env("KIT_BENCH_SLICE_TESTS", 5).max(1)
+        };
         Interleaved {
             concurrent,
+            per_slice: requests_per_test() * tests,
             raw: Vec::new(),
             kit: Vec::new(),
             again: Vec::new(),
@@ -705,16 +714,8 @@ impl Interleaved {
         tls: &rustls::ClientConfig,
         n: usize,
     ) {
-        let per_test = requests_per_test();
         let tasks = if self.concurrent { IN_FLIGHT } else { 1 };
-        // One test a task at 32 in flight: five would make slices of 1 600 requests, as coarse
-        // as the whole runs above.
-        let tests = if self.concurrent {
-            1
-        } else {
-            env("KIT_BENCH_SLICE_TESTS", 5).max(1)
-        };
-        let per_slice = per_test * tests;
+        let per_slice = self.per_slice;
         // At 32 in flight a round of 2 000 requests would be six cycles, too few for a spell
         // to fall evenly; twenty cost about a second.
         let cycles = (n / (per_slice * tasks)).max(if self.concurrent { 20 } else { 2 });
@@ -772,7 +773,7 @@ impl Interleaved {
         ratio_table(
             &format!(
                 "interleaved: the sides by turns in slices ({} requests sequentially; at 32 in flight 32 tests at once), raw, kit, raw again, raw with a client per test, then the other way round, each side's slices summed by round (KIT_BENCH_INTERLEAVED=0 leaves it out); kit/raw and again/raw round by round",
-                requests_per_test() * env("KIT_BENCH_SLICE_TESTS", 5).max(1)
+                measures.iter().find(|m| !m.concurrent).map_or(0, |m| m.per_slice)
             ),
             ["kit lo", "kit md", "kit hi", "again lo", "again md", "again hi"],
             ran()
