@@ -20,6 +20,10 @@
 //! it only when the queue passes an eighth of its capacity, when it has gone to sleep for good
 //! after a quiet spell, or for a flush, registration or shutdown.
 //!
+//! The dispatcher also runs a few nice steps below the thread that started the bus (Linux; see
+//! [`BusBuilder::dispatcher_niceness`]), so that when a test's client or its server wakes on the
+//! core the dispatcher holds, the scheduler hands that core over at once.
+//!
 //! [`flush`](Bus::flush) is a handshake: it puts a marker in the channel behind everything the
 //! caller sent, and returns once the dispatcher has reached the marker and every collector has
 //! returned from [`Collector::flush`]. A test flushes before it returns, which is what makes its
@@ -122,6 +126,14 @@ const SPENT_CAPACITY: usize = 1024;
 /// ends within this of its start is committed once, start and end together.
 const REQUESTED_FLUSH_DELAY: Duration = Duration::from_millis(50);
 
+/// How far below the thread that starts the bus the dispatcher sets its own priority
+/// (default). On two cores a test's client and its server hand each request back and forth
+/// across the cores, and a dispatcher at their priority held the core one of them woke on: the
+/// kit ran at 0.60 of raw reqwest's rate sequentially, and at 0.65–0.67 with the dispatcher at
+/// 5, 10 or 19 (issue 9's sixty-second stop, interleaved). Five gets that while leaving it a
+/// third of a busy test thread's share of a core, not a tenth: a test's end waits for it.
+pub const DISPATCHER_NICENESS: u8 = 5;
+
 enum Message {
     /// Boxed, so that the queue moves a pointer: an event is 192 bytes, and copying it into
     /// the queue, out of it, into the spent queue and out again was a tenth of the
@@ -149,6 +161,7 @@ pub struct BusBuilder {
     requested_flush_delay: Duration,
     /// How long the dispatcher naps on an empty queue before it sleeps (see [`Quiet`]).
     quiet_before_sleep: Duration,
+    dispatcher_niceness: u8,
     collectors: Vec<Box<dyn Collector>>,
 }
 
@@ -159,6 +172,7 @@ impl Default for BusBuilder {
             flush_timeout: Duration::from_secs(120),
             requested_flush_delay: REQUESTED_FLUSH_DELAY,
             quiet_before_sleep: QUIET_BEFORE_SLEEP,
+            dispatcher_niceness: DISPATCHER_NICENESS,
             collectors: Vec::new(),
         }
     }
@@ -200,6 +214,22 @@ impl BusBuilder {
         self
     }
 
+    /// How far the dispatcher thread lowers its own priority below that of the thread that
+    /// calls [`start`](Self::start), in nice steps (default [`DISPATCHER_NICENESS`]; 0 leaves
+    /// it level; the sum stops at 19, the lowest). Linux only, where each thread has its own
+    /// nice value; elsewhere, and where the system refuses, the dispatcher runs as it is.
+    ///
+    /// ```
+    /// use kit_core::Bus;
+    ///
+    /// let bus = Bus::builder().dispatcher_niceness(0).start();
+    /// # drop(bus);
+    /// ```
+    pub fn dispatcher_niceness(mut self, niceness: u8) -> Self {
+        self.dispatcher_niceness = niceness;
+        self
+    }
+
     /// Adds a collector; collectors see events in the order they were added.
     pub fn collector(mut self, collector: impl Collector) -> Self {
         self.collectors.push(Box::new(collector));
@@ -222,7 +252,10 @@ impl BusBuilder {
         let wake = Arc::new(Wake::default());
         let dispatcher_wake = Arc::clone(&wake);
         let slots = self.collectors.into_iter().map(Slot::new).collect();
+        let niceness = self.dispatcher_niceness;
+        let starter = own_niceness();
         let spawned = thread::Builder::new().name("kit-bus".into()).spawn(move || {
+            lower_own_priority(starter, niceness);
             dispatch(
                 rx,
                 &dispatcher_spent,
@@ -250,6 +283,35 @@ impl BusBuilder {
             }),
         }
     }
+}
+
+/// The calling thread's nice value, where threads have their own (Linux); `None` elsewhere or
+/// when the system does not say.
+fn own_niceness() -> Option<i32> {
+    #[cfg(target_os = "linux")]
+    {
+        rustix::process::getpriority_process(Some(rustix::thread::gettid())).ok()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
+}
+
+/// Sets the calling thread's nice value `by` steps past `starter`'s (see
+/// [`BusBuilder::dispatcher_niceness`]). Relative, so that a suite run under `nice` keeps its
+/// dispatcher below its tests all the same. A refusal is ignored: the priority is a
+/// preference, and the dispatcher works at any.
+fn lower_own_priority(starter: Option<i32>, by: u8) {
+    #[cfg(target_os = "linux")]
+    if let Some(starter) = starter
+        && by > 0
+    {
+        let tid = rustix::thread::gettid();
+        let _ = rustix::process::setpriority_process(Some(tid), (starter + i32::from(by)).min(19));
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (starter, by);
 }
 
 /// Producers count `published` and the dispatcher `dispatched`, each once an event: on one
@@ -1524,6 +1586,65 @@ mod tests {
                 recording.len() == round as usize + 1
             });
         }
+    }
+
+    /// Records the dispatcher thread's nice value at each flush.
+    #[cfg(target_os = "linux")]
+    struct Niceness(Arc<Mutex<Vec<Option<i32>>>>);
+    #[cfg(target_os = "linux")]
+    impl Collector for Niceness {
+        fn on_event(&mut self, _: &Event) {}
+        fn flush(&mut self) -> Result<(), CollectorError> {
+            self.0.lock().unwrap().push(own_niceness());
+            Ok(())
+        }
+    }
+
+    /// The nice value the dispatcher of a bus started on this thread runs at.
+    #[cfg(target_os = "linux")]
+    fn dispatcher_niceness_of(builder: BusBuilder) -> Option<i32> {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let bus = builder.collector(Niceness(Arc::clone(&seen))).start();
+        bus.flush().unwrap();
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 1, "one flush, one record: {seen:?}");
+        seen[0]
+    }
+
+    /// The dispatcher lowers its priority below the thread that starts the bus, by the
+    /// builder's steps, relatively (a suite run under `nice` keeps its dispatcher below its
+    /// tests) and no lower than 19.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_dispatcher_runs_below_the_thread_that_started_it() {
+        thread::spawn(|| {
+            let starter = own_niceness().expect("Linux tells a thread its nice value");
+            let below = |by: i32| Some((starter + by).min(19));
+            assert_eq!(dispatcher_niceness_of(Bus::builder()), below(5));
+            assert_eq!(DISPATCHER_NICENESS, 5);
+            assert_eq!(
+                dispatcher_niceness_of(Bus::builder().dispatcher_niceness(0)),
+                below(0)
+            );
+            assert_eq!(
+                dispatcher_niceness_of(Bus::builder().dispatcher_niceness(3)),
+                below(3)
+            );
+            assert_eq!(
+                dispatcher_niceness_of(Bus::builder().dispatcher_niceness(200)),
+                Some(19)
+            );
+            // A starter already lowered: the dispatcher goes that much further.
+            let tid = rustix::thread::gettid();
+            rustix::process::setpriority_process(Some(tid), (starter + 2).min(19)).unwrap();
+            assert_eq!(own_niceness(), Some((starter + 2).min(19)));
+            assert_eq!(
+                dispatcher_niceness_of(Bus::builder().dispatcher_niceness(4)),
+                Some((starter + 6).min(19))
+            );
+        })
+        .join()
+        .unwrap();
     }
 
     struct Finishes(Arc<AtomicBool>);
