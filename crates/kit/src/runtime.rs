@@ -57,7 +57,11 @@ fn init(manifest_dir: &Path) -> Result<Runtime, String> {
     let built = builder.build().map_err(|e| e.to_string())?;
     let (run_id, runner) = crate::run_id::from_environment()?;
     let configuration = built.host.configuration();
-    let mut bus = Bus::builder();
+    let niceness = configuration
+        .get_parsed::<Niceness>("Kit:Trace:DispatcherNiceness", "a nice value, 0–19")
+        .map_err(|e| e.to_string())?
+        .map_or(kit_core::DISPATCHER_NICENESS, |n| n.0);
+    let mut bus = Bus::builder().dispatcher_niceness(niceness);
     let tracing = configuration
         .get_bool("Kit:Trace:Enabled")
         .map_err(|e| e.to_string())?
@@ -73,6 +77,21 @@ fn init(manifest_dir: &Path) -> Result<Runtime, String> {
     Ok(Runtime {
         run: KitRun::new(built.host, bus, run_id),
     })
+}
+
+/// `Kit:Trace:DispatcherNiceness`: how many nice steps below the tests the bus's dispatcher
+/// runs, 0–19 (what `nice` takes; past 19 is no lower).
+struct Niceness(u8);
+
+impl std::str::FromStr for Niceness {
+    type Err = ();
+
+    fn from_str(s: &str) -> Result<Self, ()> {
+        match s.parse() {
+            Ok(n @ 0..=19) => Ok(Niceness(n)),
+            _ => Err(()),
+        }
+    }
 }
 
 /// `KIT_RESULTS_DIR`, else `Kit:Trace:Directory`, else `TestResults`; relative to the test

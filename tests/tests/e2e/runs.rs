@@ -1,7 +1,8 @@
 //! Runs of the example and fixture suites under cargo test and nextest, and a SIGKILL.
 
 use std::collections::BTreeMap;
-use std::process::Command;
+use std::path::Path;
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use kit_core::{EventKind, TestOutcome, semconv};
@@ -198,23 +199,36 @@ fn a_run_with_failures_records_every_outcome_and_the_report_lists_them() {
     );
 }
 
-#[test]
-fn a_test_binary_killed_with_sigkill_leaves_an_archive_that_lists_the_running_test_interrupted() {
-    let binary = test_binary("kit-fixture-suite", "suite");
-    let results = tempfile::tempdir().unwrap();
-    let mut child = Command::new(&binary)
-        .arg("--test-threads=1")
-        .env("KIT_FIXTURE_HANG", "1")
-        .env("KIT_RUN_ID", "killed-run")
-        .env("KIT_RESULTS_DIR", results.path())
-        .env_remove("NEXTEST_RUN_ID")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let archive = results.path().join("kit-killed-run.kittrace");
+/// The fixture suite waiting in its last test; killed with SIGKILL (no destructor, no atexit,
+/// no flush) and reaped when dropped, so that a failed assertion does not leave it running.
+struct Hanging(Child);
 
-    // Wait until the six quick tests are in and the last one has started, then kill.
+impl Drop for Hanging {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts the fixture suite on one thread with `KIT_FIXTURE_HANG`, so that its last test
+/// sends a request and waits two minutes, and returns once that test is in the archive as
+/// running (the six quick tests in before it).
+fn start_fixture_until_it_hangs(results: &Path, run_id: &str, envs: &[(&str, &str)]) -> Hanging {
+    let binary = test_binary("kit-fixture-suite", "suite");
+    let child = Hanging(
+        Command::new(&binary)
+            .arg("--test-threads=1")
+            .env("KIT_FIXTURE_HANG", "1")
+            .env("KIT_RUN_ID", run_id)
+            .env("KIT_RESULTS_DIR", results)
+            .env_remove("NEXTEST_RUN_ID")
+            .envs(envs.iter().copied())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let archive = results.join(format!("kit-{run_id}.kittrace"));
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         assert!(
@@ -231,13 +245,19 @@ fn a_test_binary_killed_with_sigkill_leaves_an_archive_that_lists_the_running_te
                 .filter(|t| t.outcome == TestOutcome::Interrupted)
                 .count();
             if interrupted == 1 {
-                break;
+                return child;
             }
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    child.kill().unwrap(); // SIGKILL on Unix: no destructor, no atexit, no flush.
-    child.wait().unwrap();
+}
+
+#[test]
+fn a_test_binary_killed_with_sigkill_leaves_an_archive_that_lists_the_running_test_interrupted() {
+    let results = tempfile::tempdir().unwrap();
+    let child = start_fixture_until_it_hangs(results.path(), "killed-run", &[]);
+    let archive = results.path().join("kit-killed-run.kittrace");
+    drop(child);
 
     let report = run(kit_cli().arg("report").arg(&archive));
     assert!(report.status.success(), "{}", describe(&report));
@@ -255,6 +275,63 @@ fn a_test_binary_killed_with_sigkill_leaves_an_archive_that_lists_the_running_te
     ] {
         assert!(text.contains(line), "missing {line:?} in:\n{text}");
     }
+}
+
+/// Each thread's name and nice value in process `pid`, from `/proc`.
+#[cfg(target_os = "linux")]
+fn nice_values(pid: u32) -> Vec<(String, i32)> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).unwrap();
+    tasks
+        .filter_map(Result::ok)
+        .filter_map(|task| std::fs::read_to_string(task.path().join("stat")).ok())
+        .map(|stat| {
+            // `pid (comm) state ppid …`: the name may hold spaces and parentheses, the rest
+            // not; nice is the 19th field, the 17th after the name.
+            let (head, rest) = stat.rsplit_once(')').unwrap();
+            let name = head.split_once('(').unwrap().1.to_owned();
+            let nice = rest.split_whitespace().nth(16).unwrap().parse().unwrap();
+            (name, nice)
+        })
+        .collect()
+}
+
+/// A test process runs the bus's dispatcher five nice steps below its tests, or as many as
+/// `Kit:Trace:DispatcherNiceness` says, and refuses a value `nice` would not take.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_test_process_runs_its_dispatcher_below_its_tests_as_configured() {
+    for (setting, by) in [(None, 5), (Some("0"), 0), (Some("12"), 12)] {
+        let results = tempfile::tempdir().unwrap();
+        let envs: Vec<(&str, &str)> = setting
+            .map(|n| ("KIT__TRACE__DISPATCHERNICENESS", n))
+            .into_iter()
+            .collect();
+        let child = start_fixture_until_it_hangs(results.path(), "nice-run", &envs);
+        let threads = nice_values(child.0.id());
+        drop(child);
+        let main = threads[0].1;
+        let dispatchers: Vec<i32> = threads
+            .iter()
+            .filter(|(name, _)| name == "kit-bus")
+            .map(|(_, nice)| *nice)
+            .collect();
+        assert_eq!(
+            dispatchers,
+            [(main + by).min(19)],
+            "setting {setting:?}, threads {threads:?}"
+        );
+    }
+    let results = tempfile::tempdir().unwrap();
+    let output = run(Command::new(test_binary("kit-fixture-suite", "suite"))
+        .env("KIT_RESULTS_DIR", results.path())
+        .env_remove("NEXTEST_RUN_ID")
+        .env("KIT__TRACE__DISPATCHERNICENESS", "20"));
+    let text = describe(&output);
+    assert!(!output.status.success(), "{text}");
+    assert!(
+        text.contains("has value \"20\", which is not a nice value, 0–19"),
+        "{text}"
+    );
 }
 
 #[test]
