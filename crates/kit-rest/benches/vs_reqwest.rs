@@ -50,7 +50,8 @@
 //! `KIT_BENCH_REQUESTS`, `KIT_BENCH_PAGES`, `KIT_BENCH_PER_TEST`. To see what the kit's
 //! pipeline costs: `KIT_BENCH_VARIANT=bare` (no archive, collectors or attachments),
 //! `no-attachments` or `no-archive` (everything else on); `KIT_BENCH_LEVEL` sets the archive's
-//! deflate level (default 1, the writer's). To give the item handler work, as an
+//! deflate level (default 1, the writer's), `KIT_BENCH_NICENESS` how far below the
+//! tests the dispatcher runs (default 5, the bus's; 0 level with them). To give the item handler work, as an
 //! API under test has: `KIT_BENCH_HANDLER_WAIT_MS` (waits, as on a database) and
 //! `KIT_BENCH_HANDLER_BUSY_US` (computes, holding the server's thread). To run
 //! one scenario (for a profiler): `KIT_BENCH_ONLY=sequential` (or `32`, `1 MiB`); one side
@@ -463,11 +464,8 @@ fn kit(url: &str) -> Kit {
     let writer =
         ArchiveWriter::with_options(dir.path(), RunManifest::new(run_id.clone(), "bench"), options).unwrap();
     let archive = writer.path().to_owned();
-    let bus = if archived {
-        Bus::builder().collector(writer)
-    } else {
-        Bus::builder()
-    };
+    let bus = Bus::builder().dispatcher_niceness(dispatcher_niceness());
+    let bus = if archived { bus.collector(writer) } else { bus };
     let bus = bus.collectors(built.collectors).start();
     let run = KitRun::with_secrets(built.host, bus, run_id, Arc::new(SecretRegistry::new()));
     Kit {
@@ -935,6 +933,20 @@ fn process_cpu() -> Duration {
     Duration::from_millis(ticks * 10)
 }
 
+/// `KIT_BENCH_NICENESS`: how far below the bench's thread the dispatcher runs, the bus's
+/// default ([`DISPATCHER_NICENESS`]) when unset; 0 to run it level, as before the
+/// sixty-second stop.
+fn dispatcher_niceness() -> u8 {
+    match std::env::var("KIT_BENCH_NICENESS") {
+        Ok(n) => n
+            .parse()
+            .ok()
+            .filter(|n| *n <= 19)
+            .unwrap_or_else(|| panic!("KIT_BENCH_NICENESS={n:?}: expected a nice value, 0–19")),
+        Err(_) => DISPATCHER_NICENESS,
+    }
+}
+
 /// `KIT_BENCH_LEVEL`: the archive's deflate level, the writer's default (1) when unset.
 fn deflate_level() -> u32 {
     match std::env::var("KIT_BENCH_LEVEL") {
@@ -1080,10 +1092,11 @@ fn main() {
     }
     let stats = kit.run.bus().stats();
     println!(
-        "{rounds} rounds; {n} requests per round ({} per test), {pages} pages of 1 MiB; kit variant: {}, deflate level {}; item handler {}; {} events published, {} dispatched",
+        "{rounds} rounds; {n} requests per round ({} per test), {pages} pages of 1 MiB; kit variant: {}, deflate level {}, dispatcher nice +{}; item handler {}; {} events published, {} dispatched",
         requests_per_test(),
         kit.variant,
         kit.level,
+        dispatcher_niceness(),
         work.describe(),
         stats.published,
         stats.dispatched

@@ -20,7 +20,8 @@
 //! `cargo bench -p kit-trace --bench bus` (set `KIT_BENCH_EVENTS` to change the total,
 //! `KIT_BENCH_ROW` to `counting`, `archive` or `join` to run one row or pair, and
 //! `KIT_BENCH_LEVEL` to the archive's deflate level, 0–9, to see what deflating costs the
-//! archive row).
+//! archive row, and `KIT_BENCH_NICENESS` to how far below the producers the dispatcher runs,
+//! 0–19, default the bus's 5).
 
 use std::path::Path;
 use std::process::Command;
@@ -70,7 +71,7 @@ fn run(total: usize, archive: bool) -> Outcome {
     let dir = tempfile::tempdir().expect("temp dir");
     let counters: Vec<Arc<AtomicU64>> = (0..3).map(|_| Arc::new(AtomicU64::new(0))).collect();
     let run_id = RunId::generate();
-    let mut builder = Bus::builder();
+    let mut builder = Bus::builder().dispatcher_niceness(dispatcher_niceness());
     let counted = if archive {
         let options = WriterOptions::default().with_compression_level(deflate_level());
         let writer =
@@ -138,6 +139,20 @@ fn run(total: usize, archive: bool) -> Outcome {
     }
 }
 
+/// `KIT_BENCH_NICENESS`: how far below the bench's thread the dispatcher runs, the bus's
+/// default ([`DISPATCHER_NICENESS`]) when unset; 0 to run it level, as before the
+/// sixty-second stop.
+fn dispatcher_niceness() -> u8 {
+    match std::env::var("KIT_BENCH_NICENESS") {
+        Ok(n) => n
+            .parse()
+            .ok()
+            .filter(|n| *n <= 19)
+            .unwrap_or_else(|| panic!("KIT_BENCH_NICENESS={n:?}: expected a nice value, 0–19")),
+        Err(_) => DISPATCHER_NICENESS,
+    }
+}
+
 /// `KIT_BENCH_LEVEL`, else the writer's default. (`vs_reqwest` reads the same variable: a
 /// bench binary of another crate.)
 fn deflate_level() -> u32 {
@@ -159,7 +174,10 @@ fn percentile(sorted: &[u32], p: f64) -> Duration {
 /// makes it, and its bus.
 fn archived_run(dir: &Path, run_id: &RunId) -> (KitRun, Bus) {
     let writer = ArchiveWriter::create(dir, RunManifest::new(run_id.clone(), "bench")).expect("writer");
-    let bus = Bus::builder().collector(writer).start();
+    let bus = Bus::builder()
+        .dispatcher_niceness(dispatcher_niceness())
+        .collector(writer)
+        .start();
     let host = KitBuilder::new(Configuration::new()).build().expect("host").host;
     (KitRun::new(host, bus.clone(), run_id.clone()), bus)
 }
