@@ -21,8 +21,8 @@
 //! after a quiet spell, or for a flush, registration or shutdown.
 //!
 //! The dispatcher also runs a few nice steps below the thread that started the bus (Linux; see
-//! [`BusBuilder::dispatcher_niceness`]), so that when a test's client or its server wakes on the
-//! core the dispatcher holds, the scheduler hands that core over at once.
+//! [`BusBuilder::dispatcher_niceness`]), so that a test's client or its server, woken while the
+//! dispatcher holds a core, waits less often behind it.
 //!
 //! [`flush`](Bus::flush) is a handshake: it puts a marker in the channel behind everything the
 //! caller sent, and returns once the dispatcher has reached the marker and every collector has
@@ -128,10 +128,12 @@ const REQUESTED_FLUSH_DELAY: Duration = Duration::from_millis(50);
 
 /// How far below the thread that starts the bus the dispatcher sets its own priority
 /// (default). On two cores a test's client and its server hand each request back and forth
-/// across the cores, and a dispatcher at their priority held the core one of them woke on: the
-/// kit ran at 0.60 of raw reqwest's rate sequentially, and at 0.65–0.67 with the dispatcher at
-/// 5, 10 or 19 (issue 9's sixty-second stop, interleaved). Five gets that while leaving it a
-/// third of a busy test thread's share of a core, not a tenth: a test's end waits for it.
+/// across the cores, and at their priority the server's thread often waited, woken, behind the
+/// dispatcher: sequentially the kit ran at about 0.60 of raw reqwest's rate, and at about 0.64
+/// with the dispatcher five steps lower, ahead in eight pairs by turns out of eight; at 32 in
+/// flight, with both cores busy, level (issue 9's sixty-second stop, interleaved). Ten, 19 and
+/// `SCHED_IDLE` did no better. Five leaves the dispatcher a third of a busy test thread's
+/// weight, not a tenth: a test's end waits for it.
 pub const DISPATCHER_NICENESS: u8 = 5;
 
 enum Message {

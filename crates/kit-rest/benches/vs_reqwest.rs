@@ -935,7 +935,7 @@ fn process_cpu() -> Duration {
 
 /// `KIT_BENCH_NICENESS`: how far below the bench's thread the dispatcher runs, the bus's
 /// default ([`DISPATCHER_NICENESS`]) when unset; 0 to run it level, as before the
-/// sixty-second stop.
+/// sixty-second stop. (`bus` reads the same variable: a bench binary of another crate.)
 fn dispatcher_niceness() -> u8 {
     match std::env::var("KIT_BENCH_NICENESS") {
         Ok(n) => n

@@ -80,7 +80,7 @@ fn init(manifest_dir: &Path) -> Result<Runtime, String> {
 }
 
 /// `Kit:Trace:DispatcherNiceness`: how many nice steps below the tests the bus's dispatcher
-/// runs, 0–19 (what `nice` takes; past 19 is no lower).
+/// runs, 0–19 (the steps between Linux's default priority and its lowest).
 struct Niceness(u8);
 
 impl std::str::FromStr for Niceness {

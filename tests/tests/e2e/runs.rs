@@ -277,9 +277,9 @@ fn a_test_binary_killed_with_sigkill_leaves_an_archive_that_lists_the_running_te
     }
 }
 
-/// Each thread's name and nice value in process `pid`, from `/proc`.
+/// Each thread's id, name and nice value in process `pid`, from `/proc`.
 #[cfg(target_os = "linux")]
-fn nice_values(pid: u32) -> Vec<(String, i32)> {
+fn nice_values(pid: u32) -> Vec<(u32, String, i32)> {
     let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).unwrap();
     tasks
         .filter_map(Result::ok)
@@ -288,9 +288,9 @@ fn nice_values(pid: u32) -> Vec<(String, i32)> {
             // `pid (comm) state ppid …`: the name may hold spaces and parentheses, the rest
             // not; nice is the 19th field, the 17th after the name.
             let (head, rest) = stat.rsplit_once(')').unwrap();
-            let name = head.split_once('(').unwrap().1.to_owned();
+            let (tid, name) = head.split_once(" (").unwrap();
             let nice = rest.split_whitespace().nth(16).unwrap().parse().unwrap();
-            (name, nice)
+            (tid.parse().unwrap(), name.to_owned(), nice)
         })
         .collect()
 }
@@ -307,13 +307,14 @@ fn a_test_process_runs_its_dispatcher_below_its_tests_as_configured() {
             .into_iter()
             .collect();
         let child = start_fixture_until_it_hangs(results.path(), "nice-run", &envs);
-        let threads = nice_values(child.0.id());
+        let pid = child.0.id();
+        let threads = nice_values(pid);
         drop(child);
-        let main = threads[0].1;
+        let main = threads.iter().find(|(tid, ..)| *tid == pid).unwrap().2;
         let dispatchers: Vec<i32> = threads
             .iter()
-            .filter(|(name, _)| name == "kit-bus")
-            .map(|(_, nice)| *nice)
+            .filter(|(_, name, _)| name == "kit-bus")
+            .map(|(.., nice)| *nice)
             .collect();
         assert_eq!(
             dispatchers,
