@@ -421,6 +421,8 @@ struct Kit {
     variant: &'static str,
     /// `KIT_BENCH_LEVEL`: the archive's deflate level.
     level: u32,
+    /// `KIT_BENCH_NICENESS`: how far below the bench's thread the dispatcher runs.
+    niceness: u8,
     _dir: tempfile::TempDir,
 }
 
@@ -464,7 +466,8 @@ fn kit(url: &str) -> Kit {
     let writer =
         ArchiveWriter::with_options(dir.path(), RunManifest::new(run_id.clone(), "bench"), options).unwrap();
     let archive = writer.path().to_owned();
-    let bus = Bus::builder().dispatcher_niceness(dispatcher_niceness());
+    let niceness = dispatcher_niceness();
+    let bus = Bus::builder().dispatcher_niceness(niceness);
     let bus = if archived { bus.collector(writer) } else { bus };
     let bus = bus.collectors(built.collectors).start();
     let run = KitRun::with_secrets(built.host, bus, run_id, Arc::new(SecretRegistry::new()));
@@ -473,6 +476,7 @@ fn kit(url: &str) -> Kit {
         archive,
         variant,
         level,
+        niceness,
         _dir: dir,
     }
 }
@@ -1096,7 +1100,7 @@ fn main() {
         requests_per_test(),
         kit.variant,
         kit.level,
-        dispatcher_niceness(),
+        kit.niceness,
         work.describe(),
         stats.published,
         stats.dispatched
