@@ -881,7 +881,7 @@ pub struct OperationStarted {
     pub display_name: String,
     /// The entity performing it: `client:reqwest::Client:Rest:orders`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub entity: Option<String>,
+    pub entity: Option<Text>,
     /// Attributes known when it began.
     #[serde(default, skip_serializing_if = "Attributes::is_empty")]
     pub attributes: Attributes,
@@ -899,7 +899,7 @@ impl OperationStarted {
     }
 
     /// Sets the entity.
-    pub fn with_entity(mut self, entity: impl Into<String>) -> Self {
+    pub fn with_entity(mut self, entity: impl Into<Text>) -> Self {
         self.entity = Some(entity.into());
         self
     }
@@ -1128,11 +1128,181 @@ mod base64_bytes {
 
 // === attributes ===
 
+/// The text of a string attribute: a literal, a string of its own, or text shared with
+/// whoever else holds it.
+///
+/// A request's events repeat what the request already holds (its method, route, URL, client
+/// and response body) in several events each; sharing the text rather than copying it saves a
+/// request a dozen allocations and their frees on the test's thread. It reads as a `str`
+/// whichever it is, and compares, hashes and serializes as one.
+///
+/// ```
+/// use std::sync::Arc;
+/// use kit_core::Text;
+///
+/// let url: Arc<str> = Arc::from("http://127.0.0.1:8080/orders/7");
+/// let shared = Text::from(Arc::clone(&url));
+/// assert_eq!(shared, "http://127.0.0.1:8080/orders/7");
+/// assert_eq!(Text::from_static("GET").len(), 3);
+/// assert_eq!(Text::from(String::from("a")), Text::from_static("a"));
+/// ```
+#[derive(Clone)]
+pub struct Text(TextRepr);
+
+#[derive(Clone)]
+enum TextRepr {
+    Owned(String),
+    Static(&'static str),
+    Shared(Arc<str>),
+}
+
+impl Text {
+    /// A literal: no allocation, now or when cloned.
+    pub const fn from_static(text: &'static str) -> Self {
+        Text(TextRepr::Static(text))
+    }
+
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        match &self.0 {
+            TextRepr::Owned(s) => s,
+            TextRepr::Static(s) => s,
+            TextRepr::Shared(s) => s,
+        }
+    }
+
+    /// The text as a `String`: taken when this one owns it, else copied.
+    pub fn into_string(self) -> String {
+        match self.0 {
+            TextRepr::Owned(s) => s,
+            TextRepr::Static(s) => s.to_owned(),
+            TextRepr::Shared(s) => s.as_ref().to_owned(),
+        }
+    }
+}
+
+impl Default for Text {
+    fn default() -> Self {
+        Text::from_static("")
+    }
+}
+
+impl std::ops::Deref for Text {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl AsRef<str> for Text {
+    fn as_ref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl std::borrow::Borrow<str> for Text {
+    fn borrow(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl fmt::Debug for Text {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl fmt::Display for Text {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq for Text {
+    fn eq(&self, other: &Text) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for Text {}
+
+impl PartialEq<str> for Text {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for Text {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialOrd for Text {
+    fn partial_cmp(&self, other: &Text) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Text {
+    fn cmp(&self, other: &Text) -> std::cmp::Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl std::hash::Hash for Text {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state);
+    }
+}
+
+impl From<String> for Text {
+    fn from(text: String) -> Self {
+        Text(TextRepr::Owned(text))
+    }
+}
+
+impl From<&'static str> for Text {
+    fn from(text: &'static str) -> Self {
+        Text::from_static(text)
+    }
+}
+
+impl From<Arc<str>> for Text {
+    fn from(text: Arc<str>) -> Self {
+        Text(TextRepr::Shared(text))
+    }
+}
+
+impl From<&Arc<str>> for Text {
+    fn from(text: &Arc<str>) -> Self {
+        Text(TextRepr::Shared(Arc::clone(text)))
+    }
+}
+
+impl From<Text> for String {
+    fn from(text: Text) -> Self {
+        text.into_string()
+    }
+}
+
+impl Serialize for Text {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Text {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer).map(Text::from)
+    }
+}
+
 /// The value of an attribute: the value types OpenTelemetry allows.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AttributeValue {
     /// A string.
-    Str(String),
+    Str(Text),
     /// A signed integer.
     Int(i64),
     /// A floating-point number.
@@ -1147,7 +1317,7 @@ impl AttributeValue {
     /// The string, if this is one.
     pub fn as_str(&self) -> Option<&str> {
         match self {
-            AttributeValue::Str(s) => Some(s),
+            AttributeValue::Str(s) => Some(s.as_str()),
             _ => None,
         }
     }
@@ -1201,12 +1371,37 @@ macro_rules! attribute_from {
 
 attribute_from! {
     i64 => Int, i32 => Int as i64, u16 => Int as i64, u32 => Int as i64,
-    f64 => Float, bool => Bool, String => Str, Vec<String> => StrList,
+    f64 => Float, bool => Bool, Vec<String> => StrList,
 }
 
+impl From<String> for AttributeValue {
+    fn from(value: String) -> Self {
+        AttributeValue::Str(Text::from(value))
+    }
+}
+
+/// Copies the text: a literal that should not be copied goes in as [`Text::from_static`].
 impl From<&str> for AttributeValue {
     fn from(value: &str) -> Self {
-        AttributeValue::Str(value.to_owned())
+        AttributeValue::Str(Text::from(value.to_owned()))
+    }
+}
+
+impl From<Text> for AttributeValue {
+    fn from(value: Text) -> Self {
+        AttributeValue::Str(value)
+    }
+}
+
+impl From<Arc<str>> for AttributeValue {
+    fn from(value: Arc<str>) -> Self {
+        AttributeValue::Str(Text::from(value))
+    }
+}
+
+impl From<&Arc<str>> for AttributeValue {
+    fn from(value: &Arc<str>) -> Self {
+        AttributeValue::Str(Text::from(value))
     }
 }
 
@@ -1263,10 +1458,10 @@ impl<'de> Deserialize<'de> for AttributeValue {
                 Ok(AttributeValue::Float(v))
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<AttributeValue, E> {
-                Ok(AttributeValue::Str(v.to_owned()))
+                Ok(AttributeValue::from(v))
             }
             fn visit_string<E: de::Error>(self, v: String) -> Result<AttributeValue, E> {
-                Ok(AttributeValue::Str(v))
+                Ok(AttributeValue::from(v))
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<AttributeValue, A::Error> {
                 let mut list = Vec::with_capacity(seq.size_hint().unwrap_or(TYPICAL_LEN).min(64));
@@ -1493,6 +1688,56 @@ mod tests {
             let back: Event = serde_json::from_str(&json).unwrap();
             assert_eq!(back, event, "{json}");
         }
+    }
+
+    #[test]
+    fn text_reads_compares_hashes_and_serializes_as_its_str_whoever_holds_it() {
+        let shared: Arc<str> = Arc::from("GET");
+        let forms = [
+            Text::from_static("GET"),
+            Text::from(String::from("GET")),
+            Text::from(Arc::clone(&shared)),
+        ];
+        let hasher = RandomState::new();
+        for text in &forms {
+            assert_eq!(text, "GET");
+            assert_eq!(text.as_str(), "GET");
+            assert_eq!(format!("{text} {text:?}"), "GET \"GET\"");
+            assert_eq!(serde_json::to_string(text).unwrap(), "\"GET\"");
+            assert_eq!(hasher.hash_one(text), hasher.hash_one("GET"));
+            assert_eq!(text.clone().into_string(), "GET");
+            for other in &forms {
+                assert_eq!(text, other);
+                assert_eq!(text.cmp(other), std::cmp::Ordering::Equal);
+            }
+        }
+        assert!(Text::from_static("DELETE") < Text::from(String::from("GET")));
+        let back: Text = serde_json::from_str("\"a\\\"b\"").unwrap();
+        assert_eq!(back, "a\"b");
+
+        // Shared text is the very same bytes, in the attribute and in its clones.
+        let value = AttributeValue::from(&shared);
+        assert_eq!(value.as_str().unwrap().as_ptr(), shared.as_ptr());
+        assert_eq!(value.clone().as_str().unwrap().as_ptr(), shared.as_ptr());
+        // And an event holding it is the one holding a copy, on the wire and read back.
+        let copied = Attributes::new().with("http.request.method", "GET");
+        let with_shared = Attributes::new().with("http.request.method", Arc::clone(&shared));
+        assert_eq!(with_shared, copied);
+        let event = sample(EventKind::Observation(Observation::new(
+            "http.response",
+            with_shared,
+        )));
+        let copy = sample(EventKind::Observation(Observation::new("http.response", copied)));
+        let line = serde_json::to_string(&event).unwrap();
+        assert_eq!(
+            line.split_once("\"kind\"").unwrap().1,
+            serde_json::to_string(&copy)
+                .unwrap()
+                .split_once("\"kind\"")
+                .unwrap()
+                .1
+        );
+        assert_eq!(serde_json::from_str::<Event>(&line).unwrap(), event);
     }
 
     #[test]

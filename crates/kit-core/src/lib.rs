@@ -57,7 +57,7 @@ pub use context::{KitExecutionContext, KitRun, Operation};
 pub use event::{
     Attachment, AttachmentContent, AttributeValue, Attributes, Event, EventId, EventKind, EventLines,
     InvalidRunId, Observation, OperationEnded, OperationStarted, OperationStatus, RunId, TestFinished,
-    TestId, TestOutcome, TestStarted, Timestamp,
+    TestId, TestOutcome, TestStarted, Text, Timestamp,
 };
 pub use host::{
     Application, ApplicationBuilder, BuildError, BuiltHost, Capability, CollectorFactory, Extensions, Host,

@@ -24,7 +24,7 @@ use http::StatusCode;
 use kit_core::json::{
     JsonPathError, JsonShapeMismatchError, PreparedShape, ShapeMismatch, ShapeOptions, ShapeReport,
 };
-use kit_core::{Attachment, Attributes, Observation, OperationStarted, OperationStatus, semconv};
+use kit_core::{Attachment, Attributes, Observation, OperationStarted, OperationStatus, Text, semconv};
 use serde::Serialize;
 
 use crate::response::{Body, RestResponse};
@@ -567,7 +567,7 @@ impl RestResponse {
         &self,
         text: &str,
         value: impl FnOnce() -> Result<serde_json::Value, String>,
-        target_type: &str,
+        target_type: &'static str,
         options: &ShapeOptions,
     ) {
         let shape = match prepared_shape(text, value) {
@@ -606,7 +606,7 @@ impl RestResponse {
             .with(semconv::ASSERTION_EXPECTED, shown.compact.clone())
             .with(semconv::ASSERTION_RESULT, matched)
             .with(semconv::KIT_CLIENT, self.client_target())
-            .with(semconv::TARGET_TYPE, target_type);
+            .with(semconv::TARGET_TYPE, Text::from_static(target_type));
         if !bullets.is_empty() {
             attributes.push(semconv::ASSERTION_MISMATCHES, bullets.clone());
             // The whole body is on http.response; a failure also carries an excerpt here.
@@ -639,11 +639,14 @@ impl RestResponse {
                     semconv::OBS_HTTP_CONTRACT_SHAPE,
                     Attributes::with_capacity(6)
                         .with(semconv::KIT_REQUEST_ID, self.request_id().to_string())
-                        .with(semconv::HTTP_REQUEST_METHOD, self.method().as_str())
+                        .with(
+                            semconv::HTTP_REQUEST_METHOD,
+                            crate::request::method_text(self.method()),
+                        )
                         .with(semconv::HTTP_ROUTE, self.route())
                         .with(semconv::HTTP_RESPONSE_STATUS_CODE, self.status_code().as_u16())
                         .with(semconv::CONTRACT_MATCHED_PATHS, report.matched)
-                        .with(semconv::TARGET_TYPE, target_type),
+                        .with(semconv::TARGET_TYPE, Text::from_static(target_type)),
                 ),
             );
             return;

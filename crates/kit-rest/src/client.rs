@@ -45,7 +45,7 @@ pub(crate) struct ResolvedClient {
     pub(crate) client: reqwest::Client,
     pub(crate) base: BaseAddress,
     /// The qualified name (`orders:Default`, or the name alone for host-level clients).
-    pub(crate) target: String,
+    pub(crate) target: Arc<str>,
     /// The entity its events name: `client:reqwest::Client:Rest:{target}`, made once.
     pub(crate) entity: Arc<str>,
     /// The application the client belongs to.
@@ -556,7 +556,7 @@ pub(crate) fn resolve(
         client,
         base,
         entity: Arc::from(format!("client:reqwest::Client:Rest:{qualified}")),
-        target: qualified,
+        target: Arc::from(qualified),
         application: candidate.application.map(str::to_owned),
         default_auth: default_auth(host, candidate.application),
         configured_auth: crate::auth::configured_default(ctx.configuration(), candidate.application),

@@ -10,7 +10,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method};
 use kit_core::json::ShapeOptions;
 use kit_core::{
     Attachment, Attributes, KitExecutionContext, Observation, OperationStarted, OperationStatus, Sanitizer,
-    semconv,
+    Text, semconv,
 };
 use serde::Serialize;
 
@@ -440,7 +440,7 @@ impl Failures<'_> {
         // Messages are built from sanitized parts; known secrets are replaced on top.
         let message = settings::sanitizer(self.ctx).text(&error.to_string());
         let attributes = Attributes::new()
-            .with(semconv::HTTP_REQUEST_METHOD, self.method.as_str())
+            .with(semconv::HTTP_REQUEST_METHOD, method_text(self.method))
             .with(semconv::HTTP_ROUTE, self.template)
             .with(semconv::KIT_FAILURE_MESSAGE, message);
         self.ctx
@@ -497,7 +497,7 @@ impl PendingRequest {
             route,
         } = self;
         let ctx = builder.ctx.clone();
-        let template = route_template(&route).to_owned();
+        let template: Arc<str> = Arc::from(route_template(&route));
         let failures = Failures {
             ctx: &ctx,
             method: &method,
@@ -559,12 +559,14 @@ impl PendingRequest {
             }
             None => None,
         };
-        let shown_url = if builder.sensitive_query.is_empty() {
+        // Shared, as the route and the client's name are, by both of the request's events
+        // and its response.
+        let shown_url: Arc<str> = Arc::from(if builder.sensitive_query.is_empty() {
             sanitizer.url(url.as_str())
         } else {
             let names: Vec<&str> = builder.sensitive_query.iter().map(String::as_str).collect();
             sanitizer.url_naming(url.as_str(), &names)
-        };
+        });
         let limit = settings.responses.max_response_body_bytes;
 
         let mut request = client
@@ -594,11 +596,12 @@ impl PendingRequest {
             .as_ref()
             .and_then(|(_, ct)| ct.to_str().ok())
             .map(str::to_owned);
+        let method_text = method_text(&method);
         let mut start_attributes = Attributes::with_capacity(12)
-            .with(semconv::HTTP_REQUEST_METHOD, method.as_str())
-            .with(semconv::HTTP_ROUTE, template.as_str())
-            .with(semconv::URL_FULL, shown_url.as_str())
-            .with(semconv::KIT_CLIENT, client.target.as_str())
+            .with(semconv::HTTP_REQUEST_METHOD, method_text.clone())
+            .with(semconv::HTTP_ROUTE, &template)
+            .with(semconv::URL_FULL, &shown_url)
+            .with(semconv::KIT_CLIENT, &client.target)
             .with(semconv::KIT_REQUEST_HEADER_COUNT, request.headers().len());
         if let Some(host) = url.host_str() {
             start_attributes.push(semconv::SERVER_ADDRESS, host);
@@ -619,13 +622,15 @@ impl PendingRequest {
         // redacted where the body repeats it (a CSRF token sent twice, say).
         let shown_request_body = body
             .as_ref()
-            .map(|(bytes, _)| sanitizer.recorded_body(request_content_type.as_deref(), bytes))
+            .map(|(bytes, _)| {
+                SharedBody::from(sanitizer.recorded_body(request_content_type.as_deref(), bytes))
+            })
             .filter(|b| !b.text.is_empty());
         if let Some((bytes, _)) = &body {
             start_attributes.push(semconv::HTTP_REQUEST_BODY_SIZE, bytes.len());
         }
         if let Some(shown) = &shown_request_body {
-            start_attributes.push(semconv::KIT_REQUEST_BODY, shown.text.as_str());
+            start_attributes.push(semconv::KIT_REQUEST_BODY, &shown.text);
             if shown.base64 {
                 start_attributes.push(semconv::KIT_REQUEST_BODY_ENCODING, "base64");
             }
@@ -633,16 +638,16 @@ impl PendingRequest {
         let operation = ctx.start_operation(
             None,
             OperationStarted::new(semconv::OP_HTTP_REQUEST, ["REST · ", &failures.label].concat())
-                .with_entity(client.entity.to_string())
+                .with_entity(Arc::clone(&client.entity))
                 .with_attributes(start_attributes),
         );
         let info = RequestInfo {
             id: operation.id(),
             number,
             method: method.clone(),
-            route: template.clone(),
-            url: shown_url.clone(),
-            client: client.target.clone(),
+            route: Arc::clone(&template),
+            url: Arc::clone(&shown_url),
+            client: Arc::clone(&client.target),
             entity: Arc::clone(&client.entity),
             label: failures.label.clone(),
         };
@@ -660,7 +665,7 @@ impl PendingRequest {
             };
             let error = RestError::Transport {
                 request: failures.label.clone(),
-                url: shown_url.clone(),
+                url: shown_url.to_string(),
                 message: sanitizer.text(&error_chain(&e.without_url())),
             };
             (kind, error)
@@ -713,21 +718,25 @@ impl PendingRequest {
             .get(http::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        let shown_response_body = sanitizer.recorded_body(response_content_type.as_deref(), raw.body());
+        let shown_response_body =
+            SharedBody::from(sanitizer.recorded_body(response_content_type.as_deref(), raw.body()));
         let mut attributes = Attributes::with_capacity(12)
-            .with(semconv::HTTP_REQUEST_METHOD, method.as_str())
-            .with(semconv::HTTP_ROUTE, template.as_str())
+            .with(semconv::HTTP_REQUEST_METHOD, method_text)
+            .with(semconv::HTTP_ROUTE, &template)
             .with(semconv::HTTP_RESPONSE_STATUS_CODE, status.as_u16())
-            .with(semconv::URL_FULL, shown_url.as_str())
+            .with(semconv::URL_FULL, &shown_url)
             .with(semconv::HTTP_RESPONSE_BODY_SIZE, raw.body().len())
             .with(
                 semconv::KIT_DURATION_NS,
                 u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX),
             );
         header_attributes(&mut attributes, Side::Response, raw.headers(), &sanitizer);
-        attributes.push(semconv::NETWORK_PROTOCOL_VERSION, protocol_version(raw.version()));
+        attributes.push(
+            semconv::NETWORK_PROTOCOL_VERSION,
+            Text::from_static(protocol_version(raw.version())),
+        );
         if !shown_response_body.text.is_empty() {
-            attributes.push(semconv::KIT_RESPONSE_BODY, shown_response_body.text.as_str());
+            attributes.push(semconv::KIT_RESPONSE_BODY, &shown_response_body.text);
             if shown_response_body.base64 {
                 attributes.push(semconv::KIT_RESPONSE_BODY_ENCODING, "base64");
             }
@@ -765,16 +774,47 @@ impl PendingRequest {
     }
 }
 
-/// The body's bytes as recorded: the text, or what the base64 stands for.
-fn recorded_bytes(body: kit_core::redact::RecordedBody) -> Vec<u8> {
+/// A body as recorded, its text shared by the event that carries it and its attachment.
+struct SharedBody {
+    /// The text, or the base64 of the bytes.
+    text: Arc<str>,
+    /// Whether `text` is base64 (the body was not UTF-8).
+    base64: bool,
+}
+
+impl From<kit_core::redact::RecordedBody> for SharedBody {
+    fn from(body: kit_core::redact::RecordedBody) -> Self {
+        SharedBody {
+            text: Arc::from(body.text),
+            base64: body.base64,
+        }
+    }
+}
+
+/// The body's bytes as recorded: the text itself (no copy), or what the base64 stands for.
+fn recorded_bytes(body: SharedBody) -> Arc<[u8]> {
     if body.base64 {
         use base64::Engine as _;
         // The kit encoded it a moment ago: it decodes.
         return base64::engine::general_purpose::STANDARD
             .decode(body.text.as_bytes())
-            .unwrap_or_default();
+            .unwrap_or_default()
+            .into();
     }
-    body.text.into_bytes()
+    Arc::from(body.text)
+}
+
+/// The method as an attribute: a literal for the standard methods, so that recording one
+/// copies nothing.
+pub(crate) fn method_text(method: &Method) -> Text {
+    const STANDARD: [&str; 9] = [
+        "GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS", "CONNECT", "TRACE",
+    ];
+    let name = method.as_str();
+    match STANDARD.iter().find(|standard| **standard == name) {
+        Some(standard) => Text::from_static(standard),
+        None => Text::from(name.to_owned()),
+    }
 }
 
 /// `1.1`, `2`: OpenTelemetry's `network.protocol.version`.
@@ -838,8 +878,31 @@ fn end_with_failure(operation: kit_core::Operation, kind: &'static str, error: R
 
 #[cfg(test)]
 mod tests {
-    use super::{COMMON_HEADERS, Side, header_key};
+    use super::{COMMON_HEADERS, Side, header_key, method_text};
+    use http::Method;
     use kit_core::semconv;
+
+    #[test]
+    fn a_standard_method_is_recorded_as_a_literal_and_any_other_as_itself() {
+        for method in [
+            Method::GET,
+            Method::POST,
+            Method::PUT,
+            Method::DELETE,
+            Method::PATCH,
+            Method::HEAD,
+            Method::OPTIONS,
+            Method::CONNECT,
+            Method::TRACE,
+        ] {
+            let (one, another) = (method_text(&method), method_text(&method));
+            assert_eq!(one, method.as_str());
+            // A literal: both are the same bytes, where copies would be two.
+            assert_eq!(one.as_ptr(), another.as_ptr(), "{method}");
+        }
+        let purge = Method::from_bytes(b"PURGE").unwrap();
+        assert_eq!(method_text(&purge), "PURGE");
+    }
 
     #[test]
     fn a_common_header_key_is_the_prefix_and_name_as_any_other() {

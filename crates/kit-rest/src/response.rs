@@ -21,11 +21,11 @@ pub(crate) struct RequestInfo {
     pub(crate) number: u32,
     pub(crate) method: Method,
     /// The route template.
-    pub(crate) route: String,
+    pub(crate) route: Arc<str>,
     /// The sanitized URL.
-    pub(crate) url: String,
+    pub(crate) url: Arc<str>,
     /// The client's qualified name.
-    pub(crate) client: String,
+    pub(crate) client: Arc<str>,
     /// The entity the client's events name.
     pub(crate) entity: Arc<str>,
     /// `METHOD route`, as failure messages show the request.
@@ -189,17 +189,17 @@ impl RestResponse {
         &self.request.method
     }
 
-    pub(crate) fn route(&self) -> &str {
+    pub(crate) fn route(&self) -> &Arc<str> {
         &self.request.route
     }
 
-    pub(crate) fn client_target(&self) -> &str {
+    pub(crate) fn client_target(&self) -> &Arc<str> {
         &self.request.client
     }
 
     /// The entity the client's events name.
-    pub(crate) fn client_entity(&self) -> String {
-        self.request.entity.to_string()
+    pub(crate) fn client_entity(&self) -> Arc<str> {
+        Arc::clone(&self.request.entity)
     }
 
     /// The number of the next expected-shape attachment of this response, from 1.

@@ -458,7 +458,7 @@ mod tests {
 
     fn value() -> impl Strategy<Value = AttributeValue> {
         prop_oneof![
-            text().prop_map(AttributeValue::Str),
+            text().prop_map(AttributeValue::from),
             any::<i64>().prop_map(AttributeValue::Int),
             any::<f64>().prop_map(AttributeValue::Float),
             any::<bool>().prop_map(AttributeValue::Bool),

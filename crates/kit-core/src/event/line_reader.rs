@@ -22,7 +22,7 @@ use crate::json::swar::word_at;
 
 use super::{
     Attachment, AttachmentContent, AttributeValue, Attributes, Event, EventId, EventKind, Observation,
-    OperationEnded, OperationStarted, OperationStatus, RunId, TYPICAL_LEN, TestId, Timestamp,
+    OperationEnded, OperationStarted, OperationStatus, RunId, TYPICAL_LEN, TestId, Text, Timestamp,
 };
 
 /// Reads a line without `run_id` and `test_id` as [`Event::write_json_in_scope`] writes it, or
@@ -121,7 +121,7 @@ impl<'a> Reader<'a> {
             self.expect(b",\"display_name\":")?;
             let display_name = self.string()?.into_owned();
             let entity = if self.eat(b",\"entity\":") {
-                Some(self.string()?.into_owned())
+                Some(Text::from(self.string()?.into_owned()))
             } else {
                 None
             };
@@ -211,7 +211,7 @@ impl<'a> Reader<'a> {
     /// serde's.
     fn value(&mut self) -> Option<AttributeValue> {
         match *self.bytes().get(self.at)? {
-            b'"' => Some(AttributeValue::Str(self.string()?.into_owned())),
+            b'"' => Some(AttributeValue::from(self.string()?.into_owned())),
             b'[' => {
                 self.at += 1;
                 let mut list = Vec::new();
