@@ -32,6 +32,30 @@ fn report(shape: &Value, actual: &Value, options: &ShapeOptions) -> ShapeReport 
     on_tree
 }
 
+#[test]
+fn a_prepared_shape_reports_alike_however_many_paths_its_last_match_had() {
+    let shape = json!({ "id": 1, "tags": json_value::each(json_value::any_string()) });
+    let prepared = PreparedShape::new(shape.clone());
+    let options = ShapeOptions::default();
+    for tags in [5, 0, 9, 9, 3] {
+        let body = json!({ "id": 1, "tags": vec!["t"; tags] });
+        let text = body.to_string();
+        let on_text = prepared.matches_slice(text.as_bytes(), &options).unwrap();
+        let on_tree = prepared.matches(&body, &options);
+        assert_eq!(on_text, match_shape(&shape, &body, &options), "{tags} tags");
+        assert_eq!(on_tree, on_text, "{tags} tags");
+        assert_eq!(on_text.matched.len(), tags + 2, "each tag, the list and the id");
+    }
+    // The last match had as many paths: the report was made with room for them, not grown.
+    let again = prepared
+        .matches_slice(
+            json!({ "id": 1, "tags": ["a", "b", "c"] }).to_string().as_bytes(),
+            &options,
+        )
+        .unwrap();
+    assert_eq!(again.matched.capacity(), again.matched.len());
+}
+
 fn mismatches(shape: Value, actual: Value, options: ShapeOptions) -> Vec<String> {
     report(&shape, &actual, &options)
         .mismatches
