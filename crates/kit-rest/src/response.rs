@@ -45,8 +45,10 @@ pub struct RestResponse {
     ctx: KitExecutionContext,
     request: RequestInfo,
     raw: http::Response<Bytes>,
-    headers: HeaderMap,
-    content_headers: HeaderMap,
+    /// Every header but the `Content-*` ones, and those: split at the first read, as most
+    /// responses are asserted on without either (two maps and a clone of every value were
+    /// four allocations a response).
+    split_headers: OnceLock<(HeaderMap, HeaderMap)>,
     text: OnceLock<String>,
     json: OnceLock<Body>,
     shapes: AtomicU32,
@@ -76,22 +78,11 @@ impl RestResponse {
         raw: http::Response<Bytes>,
         elapsed: Duration,
     ) -> Self {
-        let mut headers = HeaderMap::new();
-        let mut content_headers = HeaderMap::new();
-        for (name, value) in raw.headers() {
-            let target = if name.as_str().starts_with("content-") {
-                &mut content_headers
-            } else {
-                &mut headers
-            };
-            target.append(name.clone(), value.clone());
-        }
         RestResponse {
             ctx,
             request,
             raw,
-            headers,
-            content_headers,
+            split_headers: OnceLock::new(),
             text: OnceLock::new(),
             json: OnceLock::new(),
             shapes: AtomicU32::new(0),
@@ -112,12 +103,28 @@ impl RestResponse {
 
     /// Every header but the `Content-*` ones.
     pub fn headers(&self) -> &HeaderMap {
-        &self.headers
+        &self.split_headers().0
     }
 
     /// The `Content-*` headers.
     pub fn content_headers(&self) -> &HeaderMap {
-        &self.content_headers
+        &self.split_headers().1
+    }
+
+    fn split_headers(&self) -> &(HeaderMap, HeaderMap) {
+        self.split_headers.get_or_init(|| {
+            let mut headers = HeaderMap::new();
+            let mut content_headers = HeaderMap::new();
+            for (name, value) in self.raw.headers() {
+                let target = if name.as_str().starts_with("content-") {
+                    &mut content_headers
+                } else {
+                    &mut headers
+                };
+                target.append(name.clone(), value.clone());
+            }
+            (headers, content_headers)
+        })
     }
 
     /// The body as text (invalid UTF-8 replaced by U+FFFD), decoded once and cached.
