@@ -622,10 +622,9 @@ impl PendingRequest {
         // redacted where the body repeats it (a CSRF token sent twice, say).
         let shown_request_body = body
             .as_ref()
-            .map(|(bytes, _)| {
-                SharedBody::from(sanitizer.recorded_body(request_content_type.as_deref(), bytes))
-            })
-            .filter(|b| !b.text.is_empty());
+            .map(|(bytes, _)| sanitizer.recorded_body(request_content_type.as_deref(), bytes))
+            .filter(|b| !b.text.is_empty())
+            .map(SharedBody::from);
         if let Some((bytes, _)) = &body {
             start_attributes.push(semconv::HTTP_REQUEST_BODY_SIZE, bytes.len());
         }
