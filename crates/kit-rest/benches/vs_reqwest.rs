@@ -80,6 +80,9 @@ use serde_json::{Value, json};
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+#[path = "../../kit-trace/benches/support/knobs.rs"]
+mod knobs;
+use knobs::{deflate_level, dispatcher_niceness};
 
 const IN_FLIGHT: usize = 32;
 
@@ -935,32 +938,6 @@ fn process_cpu() -> Duration {
         .filter_map(|&i| fields.get(i).and_then(|f| f.parse::<u64>().ok()))
         .sum();
     Duration::from_millis(ticks * 10)
-}
-
-/// `KIT_BENCH_NICENESS`: how far below the bench's thread the dispatcher runs, the bus's
-/// default ([`DISPATCHER_NICENESS`]) when unset; 0 to run it level, as before the
-/// sixty-second stop. (`bus` reads the same variable: a bench binary of another crate.)
-fn dispatcher_niceness() -> u8 {
-    match std::env::var("KIT_BENCH_NICENESS") {
-        Ok(n) => n
-            .parse()
-            .ok()
-            .filter(|n| *n <= 19)
-            .unwrap_or_else(|| panic!("KIT_BENCH_NICENESS={n:?}: expected a nice value, 0–19")),
-        Err(_) => DISPATCHER_NICENESS,
-    }
-}
-
-/// `KIT_BENCH_LEVEL`: the archive's deflate level, the writer's default (1) when unset.
-fn deflate_level() -> u32 {
-    match std::env::var("KIT_BENCH_LEVEL") {
-        Ok(level) => level
-            .parse()
-            .ok()
-            .filter(|level| *level <= 9)
-            .unwrap_or_else(|| panic!("KIT_BENCH_LEVEL={level:?}: expected a deflate level, 0–9")),
-        Err(_) => WriterOptions::default().compression_level,
-    }
 }
 
 fn requests_per_test() -> usize {

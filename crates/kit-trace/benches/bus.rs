@@ -32,6 +32,10 @@ use std::time::{Duration, Instant};
 use kit_core::*;
 use kit_trace::{ArchiveWriter, RunManifest, WriterOptions};
 
+#[path = "support/knobs.rs"]
+mod knobs;
+use knobs::{deflate_level, dispatcher_niceness};
+
 const THREADS: usize = 8;
 const EVENTS_PER_TEST: usize = 1_000;
 /// Tests already in the archive the `join` row's writers join.
@@ -136,32 +140,6 @@ fn run(total: usize, archive: bool) -> Outcome {
     Outcome {
         events_per_sec: stats.published as f64 / elapsed.as_secs_f64(),
         latencies,
-    }
-}
-
-/// `KIT_BENCH_NICENESS`: how far below the bench's thread the dispatcher runs, the bus's
-/// default ([`DISPATCHER_NICENESS`]) when unset; 0 to run it level, as before the
-/// sixty-second stop. (`vs_reqwest` reads the same variable: a bench binary of another crate.)
-fn dispatcher_niceness() -> u8 {
-    match std::env::var("KIT_BENCH_NICENESS") {
-        Ok(n) => n
-            .parse()
-            .ok()
-            .filter(|n| *n <= 19)
-            .unwrap_or_else(|| panic!("KIT_BENCH_NICENESS={n:?}: expected a nice value, 0–19")),
-        Err(_) => DISPATCHER_NICENESS,
-    }
-}
-
-/// `KIT_BENCH_LEVEL`, else the writer's default. (`vs_reqwest` reads the same variable: a
-/// bench binary of another crate.)
-fn deflate_level() -> u32 {
-    let Ok(level) = std::env::var("KIT_BENCH_LEVEL") else {
-        return WriterOptions::default().compression_level;
-    };
-    match level.parse() {
-        Ok(level @ 0..=9) => level,
-        _ => panic!("KIT_BENCH_LEVEL={level:?}: expected a deflate level, 0–9"),
     }
 }
 
