@@ -52,8 +52,11 @@
 //! `no-attachments` or `no-archive` (everything else on); `KIT_BENCH_LEVEL` sets the archive's
 //! deflate level (default 1, the writer's), `KIT_BENCH_NICENESS` how far below the
 //! tests the dispatcher runs (default 5, the bus's; 0 level with them). To give the item handler work, as an
-//! API under test has: `KIT_BENCH_HANDLER_WAIT_MS` (waits, as on a database) and
-//! `KIT_BENCH_HANDLER_BUSY_US` (computes, holding the server's thread). To run
+//! API under test has: `KIT_BENCH_HANDLER_WAIT_MS` (waits, as on a database, ended on time by a
+//! thread of the bench's own; `KIT_BENCH_HANDLER_TIMER=tokio` ends it with tokio's timer
+//! instead, as until issue 9's sixty-fourth stop, which takes about a millisecond longer; the
+//! first line of the output gives the mean wait measured) and `KIT_BENCH_HANDLER_BUSY_US`
+//! (computes, holding the server's thread). To run
 //! one scenario (for a profiler): `KIT_BENCH_ONLY=sequential` (or `32`, `1 MiB`); one side
 //! only, with no table then: `KIT_BENCH_SIDE=raw`, `kit`, `per-test` (raw reqwest with a
 //! client per test), `transport` or `hyper`; `KIT_BENCH_SIDE=again` runs raw reqwest twice a
@@ -152,25 +155,56 @@ components:
 /// `KIT_BENCH_HANDLER_BUSY_US`): nothing by default, as the issue's baseline has it. An API
 /// under test usually waits on a database or computes; these show what the kit's cost is
 /// against such a request, not only against an instant answer.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 struct HandlerWork {
     /// Waits this long without holding the server's thread, as for a database's answer.
     wait: Duration,
     /// Then keeps the server's thread busy this long, as a handler that computes.
     busy: Duration,
+    /// What ends the waits; there when `wait` is not zero.
+    timer: Option<Timer>,
+    /// Every wait's length as it was measured, and how many there were.
+    waited_ns: Arc<AtomicU64>,
+    waits: Arc<AtomicU64>,
+}
+
+/// What ends the item handler's waits.
+#[derive(Clone)]
+enum Timer {
+    /// A thread of the bench's own, on time (the default).
+    Alarms(Alarms),
+    /// `tokio::time::sleep`, as the bench waited until issue 9's sixty-fourth stop
+    /// (`KIT_BENCH_HANDLER_TIMER=tokio`): a wait of 1 ms takes about 2.
+    Tokio,
 }
 
 impl HandlerWork {
     fn from_env() -> Self {
+        let wait = Duration::from_millis(env("KIT_BENCH_HANDLER_WAIT_MS", 0) as u64);
+        let timer = match std::env::var("KIT_BENCH_HANDLER_TIMER").as_deref() {
+            Err(_) | Ok("alarms") => Timer::Alarms(Alarms::start()),
+            Ok("tokio") => Timer::Tokio,
+            Ok(other) => panic!("KIT_BENCH_HANDLER_TIMER={other:?}: expected `alarms` or `tokio`"),
+        };
         Self {
-            wait: Duration::from_millis(env("KIT_BENCH_HANDLER_WAIT_MS", 0) as u64),
+            wait,
             busy: Duration::from_micros(env("KIT_BENCH_HANDLER_BUSY_US", 0) as u64),
+            timer: (!wait.is_zero()).then_some(timer),
+            waited_ns: Arc::default(),
+            waits: Arc::default(),
         }
     }
 
-    async fn run(self) {
-        if !self.wait.is_zero() {
-            tokio::time::sleep(self.wait).await;
+    async fn run(&self) {
+        if let Some(timer) = &self.timer {
+            let began = Instant::now();
+            match timer {
+                Timer::Alarms(alarms) => alarms.after(self.wait).await,
+                Timer::Tokio => tokio::time::sleep(self.wait).await,
+            }
+            self.waited_ns
+                .fetch_add(began.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            self.waits.fetch_add(1, Ordering::Relaxed);
         }
         let until = Instant::now() + self.busy;
         while Instant::now() < until {
@@ -178,13 +212,133 @@ impl HandlerWork {
         }
     }
 
-    fn describe(self) -> String {
-        match (self.wait.as_millis(), self.busy.as_micros()) {
-            (0, 0) => "answers at once".into(),
-            (wait, 0) => format!("waits {wait} ms"),
-            (0, busy) => format!("computes {busy} µs"),
-            (wait, busy) => format!("waits {wait} ms, then computes {busy} µs"),
+    fn describe(&self) -> String {
+        let waits = self.waits.load(Ordering::Relaxed).max(1);
+        let mean_ms = self.waited_ns.load(Ordering::Relaxed) as f64 / waits as f64 / 1e6;
+        let wait = format!(
+            "waits {} ms ({mean_ms:.3} ms on average, measured; {})",
+            self.wait.as_millis(),
+            match self.timer {
+                Some(Timer::Tokio) => "tokio's timer",
+                _ => "the bench's alarms",
+            }
+        );
+        match (self.wait.is_zero(), self.busy.as_micros()) {
+            (true, 0) => "answers at once".into(),
+            (false, 0) => wait,
+            (true, busy) => format!("computes {busy} µs"),
+            (false, busy) => format!("{wait}, then computes {busy} µs"),
         }
+    }
+}
+
+/// Ends the item handler's waits on time, from a thread of its own, as a database's answer
+/// arriving on a socket would. tokio's timer cannot: it counts whole milliseconds and its
+/// driver sleeps in `epoll_wait`'s milliseconds, so `tokio::time::sleep` of 1 ms took 2.1–2.4 ms
+/// on average in this bench (issue 9's sixty-fourth stop), and the extra millisecond made
+/// every request of both sides that much slower.
+#[derive(Clone)]
+struct Alarms {
+    set: std::sync::mpsc::Sender<Alarm>,
+    /// Numbers the alarms, to break ties.
+    count: Arc<AtomicU64>,
+}
+
+/// One wait: when it ends, and the waiting task's share of it.
+struct Alarm {
+    at: Instant,
+    /// Breaks ties between alarms set for the same instant.
+    order: u64,
+    rings: Arc<std::sync::Mutex<Ringing>>,
+}
+
+#[derive(Default)]
+struct Ringing {
+    rung: bool,
+    waker: Option<std::task::Waker>,
+}
+
+impl PartialEq for Alarm {
+    fn eq(&self, other: &Self) -> bool {
+        (self.at, self.order) == (other.at, other.order)
+    }
+}
+
+impl Eq for Alarm {}
+
+impl PartialOrd for Alarm {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Alarm {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.at, self.order).cmp(&(other.at, other.order))
+    }
+}
+
+impl Alarms {
+    fn start() -> Self {
+        let (set, alarms) = std::sync::mpsc::channel::<Alarm>();
+        std::thread::Builder::new()
+            .name("bench-alarms".into())
+            .spawn(move || {
+                let mut pending = std::collections::BinaryHeap::new();
+                loop {
+                    let now = Instant::now();
+                    while pending
+                        .peek()
+                        .is_some_and(|std::cmp::Reverse(alarm): &std::cmp::Reverse<Alarm>| alarm.at <= now)
+                    {
+                        let std::cmp::Reverse(alarm) = pending.pop().unwrap();
+                        let mut ringing = alarm.rings.lock().unwrap();
+                        ringing.rung = true;
+                        if let Some(waker) = ringing.waker.take() {
+                            waker.wake();
+                        }
+                    }
+                    let next = match pending.peek() {
+                        Some(std::cmp::Reverse(alarm)) => alarms.recv_timeout(alarm.at - now),
+                        None => alarms
+                            .recv()
+                            .map_err(|_| std::sync::mpsc::RecvTimeoutError::Disconnected),
+                    };
+                    match next {
+                        Ok(alarm) => pending.push(std::cmp::Reverse(alarm)),
+                        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
+                    }
+                }
+            })
+            .unwrap();
+        Self {
+            set,
+            count: Arc::default(),
+        }
+    }
+
+    /// Waits `wait` without holding the calling thread.
+    async fn after(&self, wait: Duration) {
+        let rings = Arc::new(std::sync::Mutex::new(Ringing::default()));
+        let order = self.count.fetch_add(1, Ordering::Relaxed);
+        self.set
+            .send(Alarm {
+                at: Instant::now() + wait,
+                order,
+                rings: Arc::clone(&rings),
+            })
+            .unwrap();
+        std::future::poll_fn(|cx| {
+            let mut ringing = rings.lock().unwrap();
+            if ringing.rung {
+                std::task::Poll::Ready(())
+            } else {
+                ringing.waker = Some(cx.waker().clone());
+                std::task::Poll::Pending
+            }
+        })
+        .await;
     }
 }
 
@@ -195,12 +349,13 @@ fn serve(work: HandlerWork) -> String {
         Router::new()
             .route(
                 "/items/{id}",
-                get(
-                    move |axum::extract::Path(id): axum::extract::Path<u64>| async move {
+                get(move |axum::extract::Path(id): axum::extract::Path<u64>| {
+                    let work = work.clone();
+                    async move {
                         work.run().await;
                         axum::Json(item(id))
-                    },
-                ),
+                    }
+                }),
             )
             .route(
                 "/page",
@@ -956,7 +1111,7 @@ fn main() {
     let n = env("KIT_BENCH_REQUESTS", 2_000);
     let pages = env("KIT_BENCH_PAGES", (n / 100).max(5)).max(1);
     let work = HandlerWork::from_env();
-    let url = serve(work);
+    let url = serve(work.clone());
     let rt = runtime();
     let client = reqwest::Client::new();
     let kit = kit(&url);
