@@ -66,10 +66,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, missing_docs)]
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::hint::black_box;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -181,15 +183,23 @@ enum Timer {
 impl HandlerWork {
     fn from_env() -> Self {
         let wait = Duration::from_millis(env("KIT_BENCH_HANDLER_WAIT_MS", 0) as u64);
-        let timer = match std::env::var("KIT_BENCH_HANDLER_TIMER").as_deref() {
-            Err(_) | Ok("alarms") => Timer::Alarms(Alarms::start()),
-            Ok("tokio") => Timer::Tokio,
+        let tokio_timer = match std::env::var("KIT_BENCH_HANDLER_TIMER").as_deref() {
+            Err(_) | Ok("alarms") => false,
+            Ok("tokio") => true,
             Ok(other) => panic!("KIT_BENCH_HANDLER_TIMER={other:?}: expected `alarms` or `tokio`"),
         };
+        // The alarms' thread only when there are waits to end.
+        let timer = (!wait.is_zero()).then(|| {
+            if tokio_timer {
+                Timer::Tokio
+            } else {
+                Timer::Alarms(Alarms::start())
+            }
+        });
         Self {
             wait,
             busy: Duration::from_micros(env("KIT_BENCH_HANDLER_BUSY_US", 0) as u64),
-            timer: (!wait.is_zero()).then_some(timer),
+            timer,
             waited_ns: Arc::default(),
             waits: Arc::default(),
         }
@@ -239,17 +249,13 @@ impl HandlerWork {
 /// every request of both sides that much slower.
 #[derive(Clone)]
 struct Alarms {
-    set: std::sync::mpsc::Sender<Alarm>,
-    /// Numbers the alarms, to break ties.
-    count: Arc<AtomicU64>,
+    set: mpsc::Sender<Alarm>,
 }
 
-/// One wait: when it ends, and the waiting task's share of it.
+/// One wait: when it ends, and what the waiting task looks at.
 struct Alarm {
     at: Instant,
-    /// Breaks ties between alarms set for the same instant.
-    order: u64,
-    rings: Arc<std::sync::Mutex<Ringing>>,
+    rings: Arc<Mutex<Ringing>>,
 }
 
 #[derive(Default)]
@@ -258,9 +264,10 @@ struct Ringing {
     waker: Option<std::task::Waker>,
 }
 
+// Alarms are ordered by when they ring, in the thread's heap.
 impl PartialEq for Alarm {
     fn eq(&self, other: &Self) -> bool {
-        (self.at, self.order) == (other.at, other.order)
+        self.at == other.at
     }
 }
 
@@ -274,24 +281,23 @@ impl PartialOrd for Alarm {
 
 impl Ord for Alarm {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        (self.at, self.order).cmp(&(other.at, other.order))
+        self.at.cmp(&other.at)
     }
 }
 
 impl Alarms {
     fn start() -> Self {
-        let (set, alarms) = std::sync::mpsc::channel::<Alarm>();
+        let (set, alarms) = mpsc::channel::<Alarm>();
         std::thread::Builder::new()
             .name("bench-alarms".into())
             .spawn(move || {
-                let mut pending = std::collections::BinaryHeap::new();
+                let mut pending = BinaryHeap::<Reverse<Alarm>>::new();
                 loop {
                     let now = Instant::now();
-                    while pending
-                        .peek()
-                        .is_some_and(|std::cmp::Reverse(alarm): &std::cmp::Reverse<Alarm>| alarm.at <= now)
-                    {
-                        let std::cmp::Reverse(alarm) = pending.pop().unwrap();
+                    while pending.peek().is_some_and(|Reverse(alarm)| alarm.at <= now) {
+                        let Some(Reverse(alarm)) = pending.pop() else {
+                            break;
+                        };
                         let mut ringing = alarm.rings.lock().unwrap();
                         ringing.rung = true;
                         if let Some(waker) = ringing.waker.take() {
@@ -299,36 +305,28 @@ impl Alarms {
                         }
                     }
                     let next = match pending.peek() {
-                        Some(std::cmp::Reverse(alarm)) => alarms.recv_timeout(alarm.at - now),
-                        None => alarms
-                            .recv()
-                            .map_err(|_| std::sync::mpsc::RecvTimeoutError::Disconnected),
+                        Some(Reverse(alarm)) => alarms.recv_timeout(alarm.at.saturating_duration_since(now)),
+                        None => alarms.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
                     };
                     match next {
-                        Ok(alarm) => pending.push(std::cmp::Reverse(alarm)),
-                        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
-                        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
+                        Ok(alarm) => pending.push(Reverse(alarm)),
+                        Err(mpsc::RecvTimeoutError::Timeout) => {}
+                        Err(mpsc::RecvTimeoutError::Disconnected) => return,
                     }
                 }
             })
             .unwrap();
-        Self {
-            set,
-            count: Arc::default(),
-        }
+        Self { set }
     }
 
     /// Waits `wait` without holding the calling thread.
     async fn after(&self, wait: Duration) {
-        let rings = Arc::new(std::sync::Mutex::new(Ringing::default()));
-        let order = self.count.fetch_add(1, Ordering::Relaxed);
-        self.set
-            .send(Alarm {
-                at: Instant::now() + wait,
-                order,
-                rings: Arc::clone(&rings),
-            })
-            .unwrap();
+        let rings = Arc::new(Mutex::new(Ringing::default()));
+        let alarm = Alarm {
+            at: Instant::now() + wait,
+            rings: Arc::clone(&rings),
+        };
+        self.set.send(alarm).unwrap();
         std::future::poll_fn(|cx| {
             let mut ringing = rings.lock().unwrap();
             if ringing.rung {
