@@ -165,8 +165,8 @@ struct HandlerWork {
     /// What ends the waits; there when `wait` is not zero.
     timer: Option<Timer>,
     /// Every wait's length as it was measured, and how many there were.
-    waited_ns: Arc<AtomicU64>,
-    waits: Arc<AtomicU64>,
+    waited_ns: AtomicU64,
+    waits: AtomicU64,
 }
 
 /// What ends the item handler's waits.
@@ -198,8 +198,8 @@ impl HandlerWork {
             wait,
             busy: Duration::from_micros(env("KIT_BENCH_HANDLER_BUSY_US", 0) as u64),
             timer,
-            waited_ns: Arc::default(),
-            waits: Arc::default(),
+            waited_ns: AtomicU64::new(0),
+            waits: AtomicU64::new(0),
         }
     }
 

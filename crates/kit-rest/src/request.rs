@@ -631,7 +631,7 @@ impl PendingRequest {
         if let Some(shown) = &shown_request_body {
             start_attributes.push(semconv::KIT_REQUEST_BODY, &shown.text);
             if shown.base64 {
-                start_attributes.push(semconv::KIT_REQUEST_BODY_ENCODING, "base64");
+                start_attributes.push(semconv::KIT_REQUEST_BODY_ENCODING, Text::from_static("base64"));
             }
         }
         let operation = ctx.start_operation(
@@ -737,7 +737,7 @@ impl PendingRequest {
         if !shown_response_body.text.is_empty() {
             attributes.push(semconv::KIT_RESPONSE_BODY, &shown_response_body.text);
             if shown_response_body.base64 {
-                attributes.push(semconv::KIT_RESPONSE_BODY_ENCODING, "base64");
+                attributes.push(semconv::KIT_RESPONSE_BODY_ENCODING, Text::from_static("base64"));
             }
         }
         operation.observe(Observation::new(semconv::OBS_HTTP_RESPONSE, attributes));
