@@ -293,6 +293,13 @@ impl KitExecutionContext {
         self.inner.run.bus().request_flush()
     }
 
+    /// Tells the bus that this test is about to finish, so that the dispatcher is awake when
+    /// [`finish`](Self::finish) flushes; see [`Bus::expect_flush`]. The kit's runner calls it
+    /// when the test's body returns, before it drops the test's runtime. Sends no event.
+    pub fn expect_finish(&self) -> Result<(), BusError> {
+        self.inner.run.bus().expect_flush()
+    }
+
     /// Ends the test: sends [`TestFinished`] with `outcome` and flushes, so that the test's
     /// events are durable when this returns. Later events of the test are not delivered.
     /// Calling it twice sends nothing the second time.
@@ -439,6 +446,32 @@ mod tests {
             recording.tree(ctx.test_id()),
             "test\n  http.request\n    http.response\n    assert.http.status\n"
         );
+    }
+
+    /// The runner announces a test's end before it drops the test's runtime, whose drop may
+    /// end operations the test left running: their ends still come before the test's, and
+    /// none is lost.
+    #[test]
+    fn an_operation_ended_after_the_end_is_announced_comes_before_the_end() {
+        let (run, recording) = run();
+        let ctx = run.begin_test(TestStarted::new("t"));
+        let op = ctx.start_operation(None, OperationStarted::new("http.request", "x"));
+        ctx.expect_finish().unwrap();
+        drop(op);
+        ctx.finish(TestOutcome::Passed).unwrap();
+        let kinds: Vec<&str> = recording
+            .events_of(ctx.test_id())
+            .iter()
+            .map(|e| match e.kind {
+                EventKind::TestStarted(_) => "started",
+                EventKind::OperationStarted(_) => "operation",
+                EventKind::OperationEnded(_) => "operation ended",
+                EventKind::TestFinished(_) => "finished",
+                _ => "other",
+            })
+            .collect();
+        assert_eq!(kinds, ["started", "operation", "operation ended", "finished"]);
+        assert_eq!(ctx.late_events(), 0);
     }
 
     #[test]
