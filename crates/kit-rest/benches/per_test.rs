@@ -1,0 +1,368 @@
+//! What a test costs from its start to its end, as the kit's runner runs one, against the same
+//! test written with raw reqwest.
+//!
+//! `vs_reqwest` measures requests; this bench measures tests. Each test runs as `cargo test`
+//! runs it: on a thread of its own, with a current-thread runtime of its own that is dropped
+//! when its body returns. A kit test then goes through the runner's steps (`kit::__private::
+//! run_test`, copied here step for step so that a variant can leave one out): the start
+//! recorded and its commit requested, the body on its runtime, the dispatcher told that the
+//! end is coming, the runtime dropped, the end recorded and waited for until it is durable.
+//! The raw test builds a client (cookies on, redirects off, one TLS configuration shared by
+//! all, as the kit configures a test's client), makes its requests, checks each status and
+//! parses each body into a `Value`.
+//!
+//! Sides, by turns in slices of `KIT_BENCH_SLICE_TESTS` tests (default 20), so that a slow
+//! spell of the machine falls on every side alike:
+//!
+//! - raw: the raw test;
+//! - kit: the runner's steps, everything on (the archive, the three collectors, attachments),
+//!   each request asserting its status and a shape;
+//! - kit, no early wake: the same without telling the dispatcher that the end is coming, as
+//!   the runner did until issue 9's sixty-fifth stop.
+//!
+//! Prints, over all rounds, each side's wall time a test, the kit's over raw's (as a rate,
+//! raw/kit, and as microseconds a test more), for the kit sides how long a test's body took,
+//! its runtime to drop and its end to become durable, and the CPU time the bus's dispatcher used a
+//! test while each side ran (on the raw side: the kit's dispatcher finishing the slice before).
+//!
+//! `cargo bench -p kit-rest --bench per_test`. Sizes: `KIT_BENCH_ROUNDS` (default 5),
+//! `KIT_BENCH_TESTS` (tests a side a round, default 400), `KIT_BENCH_PER_TEST` (requests a
+//! test, default 1), `KIT_BENCH_SLICE_TESTS`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::routing::get;
+use kit_core::json::json_value;
+use kit_core::*;
+use kit_coverage::{RestCoverageCollector, RestTrafficCoverageCollector};
+use kit_rest::*;
+use kit_trace::{ArchiveWriter, RunManifest};
+use serde_json::{Value, json};
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+fn item(id: u64) -> Value {
+    json!({
+        "id": id, "sku": format!("SKU-{id:06}"), "name": "A lamp with a long enough name to matter",
+        "quantity": 3, "price": 19.99, "currency": "EUR", "status": "placed",
+        "tags": ["home", "light", "sale"],
+        "customer": { "id": 42, "name": "Ada Lovelace", "email": "ada@example.com", "tier": "gold" },
+        "lines": [ { "sku": "A-1", "qty": 2, "price": 5.5 }, { "sku": "B-2", "qty": 1, "price": 8.99 } ],
+        "notes": "Leave at the door. Ring twice. The dog is friendly but loud.",
+    })
+}
+
+fn item_shape() -> Value {
+    json!({
+        "id": json_value::any_number(), "sku": json_value::any_string(), "quantity": json_value::greater_than(0),
+        "customer": { "name": json_value::not_null() },
+        "lines": json_value::each(json!({ "sku": json_value::any_string() })),
+    })
+}
+
+/// `name` read as a positive number, or `default` when unset; any other value stops the bench
+/// with a message naming it.
+fn knob(name: &str, default: usize) -> usize {
+    match std::env::var(name) {
+        Ok(value) => value
+            .parse()
+            .ok()
+            .filter(|n| *n > 0)
+            .unwrap_or_else(|| panic!("{name}={value:?}: expected a positive whole number")),
+        Err(_) => default,
+    }
+}
+
+/// The TLS configuration the kit shares among its clients (no TLS is spoken here; building a
+/// client still loads one).
+fn tls_config() -> rustls::ClientConfig {
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let verifier = rustls_platform_verifier::Verifier::new(Arc::clone(&provider)).unwrap();
+    rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(verifier))
+        .with_no_client_auth()
+}
+
+fn test_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Runs `test` on a thread of its own, as libtest runs each test, and waits for it.
+fn on_its_own_thread<T: Send + 'static>(test: impl FnOnce() -> T + Send + 'static) -> T {
+    std::thread::Builder::new()
+        .name("bench::test".into())
+        .spawn(test)
+        .unwrap()
+        .join()
+        .unwrap()
+}
+
+/// One raw test of `requests` requests.
+fn raw_test(tls: &rustls::ClientConfig, url: &str, first: u64, requests: u64) {
+    let (tls, url) = (tls.clone(), url.to_owned());
+    on_its_own_thread(move || {
+        let runtime = test_runtime();
+        runtime.block_on(async {
+            let client = reqwest::Client::builder()
+                .cookie_store(true)
+                .redirect(reqwest::redirect::Policy::none())
+                .tls_backend_preconfigured(tls)
+                .build()
+                .unwrap();
+            for id in first..first + requests {
+                let response = client.get(format!("{url}/items/{id}")).send().await.unwrap();
+                assert_eq!(response.status(), reqwest::StatusCode::OK);
+                let bytes = response.bytes().await.unwrap();
+                black_box(serde_json::from_slice::<Value>(&bytes).unwrap());
+            }
+        });
+        drop(runtime);
+    });
+}
+
+/// What a kit test's end took: its runtime's drop and the wait for its end to be durable.
+#[derive(Default, Clone, Copy)]
+struct End {
+    body: Duration,
+    drop: Duration,
+    finish: Duration,
+}
+
+/// One kit test of `requests` requests, through the runner's steps; `wake_early` tells the
+/// dispatcher that the end is coming when the body returns, as the runner does.
+fn kit_test(run: &KitRun, shape: &Arc<Value>, first: u64, requests: u64, wake_early: bool) -> End {
+    let ctx =
+        run.begin_test(TestStarted::new(format!("bench::t{first}")).with_application(Some("bench".into())));
+    let shape = Arc::clone(shape);
+    on_its_own_thread(move || {
+        ctx.request_flush().unwrap();
+        let runtime = test_runtime();
+        let running = Instant::now();
+        runtime.block_on(async {
+            for id in first..first + requests {
+                ctx.rest()
+                    .path_param("id", id)
+                    .get("/items/{id}")
+                    .await
+                    .should()
+                    .have_http_status(http::StatusCode::OK)
+                    .match_shape(&*shape);
+            }
+        });
+        let body = running.elapsed();
+        if wake_early {
+            ctx.expect_finish().unwrap();
+        }
+        let dropping = Instant::now();
+        drop(runtime);
+        let finishing = Instant::now();
+        ctx.finish(TestOutcome::Passed).unwrap();
+        End {
+            body,
+            drop: finishing - dropping,
+            finish: finishing.elapsed(),
+        }
+    })
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Raw,
+    Kit,
+    KitNoEarlyWake,
+}
+
+const SIDES: [Side; 3] = [Side::Raw, Side::Kit, Side::KitNoEarlyWake];
+
+/// Every order of the three sides.
+const ORDERS: [[usize; 3]; 6] = [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]];
+
+impl Side {
+    fn name(self) -> &'static str {
+        match self {
+            Side::Raw => "raw reqwest",
+            Side::Kit => "kit",
+            Side::KitNoEarlyWake => "kit, no early wake",
+        }
+    }
+}
+
+/// A side's sums over all rounds.
+#[derive(Default)]
+struct Totals {
+    wall: Duration,
+    tests: u32,
+    body: Duration,
+    drop: Duration,
+    finish: Duration,
+    /// The dispatcher's CPU time while the side's slices ran.
+    dispatcher: Duration,
+}
+
+/// The CPU time the bus's dispatcher thread (`kit-bus`) has used, from
+/// `/proc/self/task/*/schedstat` (Linux; zero elsewhere).
+fn dispatcher_cpu() -> Duration {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return Duration::ZERO;
+    };
+    for task in tasks.flatten() {
+        let path = task.path();
+        if std::fs::read_to_string(path.join("comm")).is_ok_and(|c| c.trim() == "kit-bus") {
+            let ns = std::fs::read_to_string(path.join("schedstat"))
+                .ok()
+                .and_then(|s| s.split_whitespace().next()?.parse().ok())
+                .unwrap_or(0);
+            return Duration::from_nanos(ns);
+        }
+    }
+    Duration::ZERO
+}
+
+impl Totals {
+    fn per_test(&self, d: Duration) -> f64 {
+        d.as_secs_f64() * 1e6 / f64::from(self.tests.max(1))
+    }
+}
+
+fn main() {
+    let rounds = knob("KIT_BENCH_ROUNDS", 5);
+    let tests = knob("KIT_BENCH_TESTS", 400);
+    let per_test = knob("KIT_BENCH_PER_TEST", 1) as u64;
+    let slice = knob("KIT_BENCH_SLICE_TESTS", 20);
+
+    let url = common::serve(Router::new().route(
+        "/items/{id}",
+        get(|axum::extract::Path(id): axum::extract::Path<u64>| async move { axum::Json(item(id)) }),
+    ));
+    let tls = tls_config();
+    let dir = tempfile::tempdir().unwrap();
+    let mut builder = KitBuilder::new(Configuration::new());
+    builder.add_application("bench", |app| {
+        app.add_rest(|rest| {
+            rest.capture_attachments(|_| {});
+            rest.add_client()
+                .base_url(&url)
+                .add_collector::<RestCoverageCollector>()
+                .add_collector::<RestTrafficCoverageCollector>();
+        });
+    });
+    let built = builder.build().unwrap();
+    let run_id = RunId::generate();
+    let writer = ArchiveWriter::create(dir.path(), RunManifest::new(run_id.clone(), "bench")).unwrap();
+    let bus = Bus::builder()
+        .collector(writer)
+        .collectors(built.collectors)
+        .start();
+    let run = KitRun::with_secrets(built.host, bus, run_id, Arc::new(SecretRegistry::new()));
+    let shape = Arc::new(item_shape());
+
+    // Warm up every side: the first connections, the shape's preparation, the allocator.
+    let mut id = 0;
+    for _ in 0..20 {
+        raw_test(&tls, &url, id, per_test);
+        kit_test(&run, &shape, id, per_test, true);
+        kit_test(&run, &shape, id, per_test, false);
+        id += per_test;
+    }
+
+    let mut totals: Vec<Totals> = SIDES.iter().map(|_| Totals::default()).collect();
+    let mut group = 0;
+    // Each round's wall time a test of the two kit sides, for the gain round by round.
+    let mut gains = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let walls: Vec<Duration> = totals.iter().map(|t| t.wall).collect();
+        let mut done = 0;
+        while done < tests {
+            let n = slice.min(tests - done);
+            // The sides take turns in every order in turn, so that each follows each other
+            // side as often: a slice's first tests pay for what the slice before left (a
+            // kit slice after a raw one finds the dispatcher asleep).
+            for s in ORDERS[group % ORDERS.len()] {
+                let side = SIDES[s];
+                let cpu = dispatcher_cpu();
+                let started = Instant::now();
+                let mut end = End::default();
+                for _ in 0..n {
+                    match side {
+                        Side::Raw => raw_test(&tls, &url, id, per_test),
+                        Side::Kit | Side::KitNoEarlyWake => {
+                            let e = kit_test(&run, &shape, id, per_test, side == Side::Kit);
+                            end.body += e.body;
+                            end.drop += e.drop;
+                            end.finish += e.finish;
+                        }
+                    }
+                    id += per_test;
+                }
+                let t = &mut totals[s];
+                t.wall += started.elapsed();
+                t.dispatcher += dispatcher_cpu().saturating_sub(cpu);
+                t.tests += n as u32;
+                t.body += end.body;
+                t.drop += end.drop;
+                t.finish += end.finish;
+            }
+            done += n;
+            group += 1;
+        }
+        let round = |s: usize| (totals[s].wall - walls[s]).as_secs_f64() * 1e6 / tests as f64;
+        gains.push(round(2) - round(1));
+    }
+    let stats = run.bus().shutdown().unwrap();
+
+    println!(
+        "{rounds} rounds of {tests} tests a side, {per_test} request(s) a test, sides by turns in slices of {slice} tests; \
+         each test on a thread and a current-thread runtime of its own; {} events, {} dispatched",
+        stats.published, stats.dispatched
+    );
+    println!(
+        "{:<20} {:>10} {:>9} {:>12} {:>8} {:>8} {:>10} {:>14}",
+        "side", "µs a test", "raw/side", "µs over raw", "body µs", "drop µs", "finish µs", "dispatcher µs"
+    );
+    let raw = totals[0].per_test(totals[0].wall);
+    for (side, t) in SIDES.iter().zip(&totals) {
+        let wall = t.per_test(t.wall);
+        let [body, drop, finish] = if *side == Side::Raw {
+            ["-".to_owned(), "-".to_owned(), "-".to_owned()]
+        } else {
+            [t.body, t.drop, t.finish].map(|d| format!("{:.1}", t.per_test(d)))
+        };
+        println!(
+            "{:<20} {:>10.1} {:>9.3} {:>12.1} {:>8} {:>8} {:>10} {:>14.1}",
+            side.name(),
+            wall,
+            raw / wall,
+            wall - raw,
+            body,
+            drop,
+            finish,
+            t.per_test(t.dispatcher)
+        );
+    }
+    gains.sort_by(f64::total_cmp);
+    let (early, late) = (
+        totals[1].per_test(totals[1].wall),
+        totals[2].per_test(totals[2].wall),
+    );
+    println!(
+        "telling the dispatcher that the end is coming: {:.1} µs a test less ({:.3} of the test without it); \
+         round by round {:.1}, {:.1}, {:.1} (lowest, median, highest)",
+        late - early,
+        (late - early) / late,
+        gains[0],
+        gains[gains.len() / 2],
+        gains[gains.len() - 1]
+    );
+}
