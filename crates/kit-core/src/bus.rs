@@ -753,8 +753,10 @@ impl Bus {
 const WAIT_YIELDING: Duration = Duration::from_micros(100);
 
 /// How long the dispatcher stays awake for a flush [`Bus::expect_flush`] announced. A test's
-/// runtime takes 40–55 µs to drop after its body returns (a test of one request, sequentially,
-/// on this project's two-core virtual machine); the flush of its end comes right after.
+/// runtime takes 45–65 µs to drop after its body returns (a test of one request, sequentially,
+/// on this project's two-core virtual machine), and the flush of its end comes right after:
+/// a few times that covers a slow drop, and bounds what an announcement no flush follows
+/// costs the dispatcher's core (it yields, so a thread with work there goes first).
 const EXPECT_AWAKE: Duration = Duration::from_micros(300);
 
 /// How often a sleeping waiter looks whether the dispatcher has stopped for good.
