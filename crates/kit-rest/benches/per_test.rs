@@ -37,34 +37,16 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::routing::get;
-use kit_core::json::json_value;
 use kit_core::*;
 use kit_coverage::{RestCoverageCollector, RestTrafficCoverageCollector};
 use kit_rest::*;
 use kit_trace::{ArchiveWriter, RunManifest};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 #[path = "../tests/common/mod.rs"]
 mod common;
-
-fn item(id: u64) -> Value {
-    json!({
-        "id": id, "sku": format!("SKU-{id:06}"), "name": "A lamp with a long enough name to matter",
-        "quantity": 3, "price": 19.99, "currency": "EUR", "status": "placed",
-        "tags": ["home", "light", "sale"],
-        "customer": { "id": 42, "name": "Ada Lovelace", "email": "ada@example.com", "tier": "gold" },
-        "lines": [ { "sku": "A-1", "qty": 2, "price": 5.5 }, { "sku": "B-2", "qty": 1, "price": 8.99 } ],
-        "notes": "Leave at the door. Ring twice. The dog is friendly but loud.",
-    })
-}
-
-fn item_shape() -> Value {
-    json!({
-        "id": json_value::any_number(), "sku": json_value::any_string(), "quantity": json_value::greater_than(0),
-        "customer": { "name": json_value::not_null() },
-        "lines": json_value::each(json!({ "sku": json_value::any_string() })),
-    })
-}
+mod support;
+use support::{item, item_shape, tls_config};
 
 /// `name` read as a positive number, or `default` when unset; any other value stops the bench
 /// with a message naming it.
@@ -77,19 +59,6 @@ fn knob(name: &str, default: usize) -> usize {
             .unwrap_or_else(|| panic!("{name}={value:?}: expected a positive whole number")),
         Err(_) => default,
     }
-}
-
-/// The TLS configuration the kit shares among its clients (no TLS is spoken here; building a
-/// client still loads one).
-fn tls_config() -> rustls::ClientConfig {
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let verifier = rustls_platform_verifier::Verifier::new(Arc::clone(&provider)).unwrap();
-    rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .dangerous()
-        .with_custom_certificate_verifier(Arc::new(verifier))
-        .with_no_client_auth()
 }
 
 fn test_runtime() -> tokio::runtime::Runtime {

@@ -85,22 +85,13 @@ use serde_json::{Value, json};
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+mod support;
+use support::{item, item_shape, tls_config};
 #[path = "../../kit-trace/benches/support/knobs.rs"]
 mod knobs;
 use knobs::{deflate_level, dispatcher_niceness};
 
 const IN_FLIGHT: usize = 32;
-
-fn item(id: u64) -> Value {
-    json!({
-        "id": id, "sku": format!("SKU-{id:06}"), "name": "A lamp with a long enough name to matter",
-        "quantity": 3, "price": 19.99, "currency": "EUR", "status": "placed",
-        "tags": ["home", "light", "sale"],
-        "customer": { "id": 42, "name": "Ada Lovelace", "email": "ada@example.com", "tier": "gold" },
-        "lines": [ { "sku": "A-1", "qty": 2, "price": 5.5 }, { "sku": "B-2", "qty": 1, "price": 8.99 } ],
-        "placed_at": "2026-11-22T10:00:00Z", "note": "deliver to the back door, ring twice please",
-    })
-}
 
 fn page() -> String {
     let mut items = Vec::new();
@@ -418,19 +409,6 @@ async fn raw_tests(tls: &rustls::ClientConfig, url: &str, n: usize) {
     }
 }
 
-/// The TLS configuration the kit shares among its clients (no TLS is spoken here; building a
-/// client still loads it).
-fn tls_config() -> rustls::ClientConfig {
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let verifier = rustls_platform_verifier::Verifier::new(Arc::clone(&provider)).unwrap();
-    rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .dangerous()
-        .with_custom_certificate_verifier(Arc::new(verifier))
-        .with_no_client_auth()
-}
-
 /// Raw reqwest with its connections kept on a runtime of their own, on a thread of their own:
 /// one client for all tests, each request spawned onto that runtime and its body awaited from
 /// the calling one. It is how connections could outlive a `#[kit::test]`'s runtime (hyper runs
@@ -640,14 +618,6 @@ fn kit(url: &str) -> Kit {
         niceness,
         _dir: dir,
     }
-}
-
-fn item_shape() -> Value {
-    json!({
-        "id": json_value::any_number(), "sku": json_value::any_string(), "quantity": json_value::greater_than(0),
-        "customer": { "name": json_value::not_null() },
-        "lines": json_value::each(json!({ "sku": json_value::any_string() })),
-    })
 }
 
 /// Tests of ten requests, each started and finished as the runner does (the start's commit
