@@ -12,11 +12,13 @@
 //! parses each body into a `Value`.
 //!
 //! Sides, by turns in slices of `KIT_BENCH_SLICE_TESTS` tests (default 20), so that a slow
-//! spell of the machine falls on every side alike:
+//! spell of the machine falls on every side alike, and in every order of the three in turn,
+//! so that each follows each other side as often:
 //!
 //! - raw: the raw test;
-//! - kit: the runner's steps, everything on (the archive, the three collectors, attachments),
-//!   each request asserting its status and a shape;
+//! - kit: the runner's steps, with the archive, REST and traffic coverage and attachments on,
+//!   as the example suite's host has them (no OpenAPI document, unlike `vs_reqwest`), each
+//!   request asserting its status and a shape;
 //! - kit, no early wake: the same without telling the dispatcher that the end is coming, as
 //!   the runner did until issue 9's sixty-fifth stop.
 //!
