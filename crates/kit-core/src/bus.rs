@@ -695,7 +695,10 @@ impl Bus {
     /// instead of napping. The flush then waits neither for queued events nor for a sleeping
     /// thread to wake (tens of microseconds on a virtual machine, where an idle core is slow
     /// to wake). The kit's runner calls it when a test's body returns, before it drops the
-    /// test's runtime, so that the dispatcher wakes while the runtime drops.
+    /// test's runtime, so that the dispatcher wakes while the runtime drops. It pays only where
+    /// such work lies between it and the flush: made right before the flush, it woke the
+    /// dispatcher to run beside the test's last steps, and cost a test of ten requests some
+    /// 2% in `kit-rest`'s `vs_reqwest` bench.
     ///
     /// ```
     /// use kit_core::{Bus, RecordingCollector};
