@@ -29,7 +29,10 @@
 //!
 //! `cargo bench -p kit-rest --bench per_test`. Sizes: `KIT_BENCH_ROUNDS` (default 5),
 //! `KIT_BENCH_TESTS` (tests a side a round, default 400), `KIT_BENCH_PER_TEST` (requests a
-//! test, default 1), `KIT_BENCH_SLICE_TESTS`.
+//! test, default 1), `KIT_BENCH_SLICE_TESTS`. `KIT_BENCH_PARALLEL` runs that many tests at
+//! once (default 1), as `cargo test` runs one a core: the slice's tests shared among as many
+//! threads, each running its share one after another. The per-test times are then wall time
+//! over tests, so a rate, not one test's latency.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
@@ -212,6 +215,7 @@ fn main() {
     let tests = knob("KIT_BENCH_TESTS", 400);
     let per_test = knob("KIT_BENCH_PER_TEST", 1) as u64;
     let slice = knob("KIT_BENCH_SLICE_TESTS", 20);
+    let parallel = knob("KIT_BENCH_PARALLEL", 1).min(slice);
 
     let url = common::serve(Router::new().route(
         "/items/{id}",
@@ -264,19 +268,40 @@ fn main() {
                 let side = SIDES[s];
                 let cpu = dispatcher_cpu();
                 let started = Instant::now();
-                let mut end = End::default();
-                for _ in 0..n {
-                    match side {
-                        Side::Raw => raw_test(&tls, &url, id, per_test),
-                        Side::Kit | Side::KitNoEarlyWake => {
-                            let e = kit_test(&run, &shape, id, per_test, side == Side::Kit);
-                            end.body += e.body;
-                            end.drop += e.drop;
-                            end.finish += e.finish;
-                        }
-                    }
-                    id += per_test;
-                }
+                // The slice's tests, `parallel` at a time: each of `parallel` threads runs its
+                // share one after another, as libtest's threads take tests in turn.
+                let ends: Vec<End> = std::thread::scope(|scope| {
+                    let workers: Vec<_> = (0..parallel)
+                        .map(|w| {
+                            let (tls, url, run, shape) = (&tls, &url, &run, &shape);
+                            let first = id + (w * n / parallel) as u64 * per_test;
+                            let count = (w + 1) * n / parallel - w * n / parallel;
+                            scope.spawn(move || {
+                                let mut end = End::default();
+                                for k in 0..count as u64 {
+                                    let at = first + k * per_test;
+                                    match side {
+                                        Side::Raw => raw_test(tls, url, at, per_test),
+                                        Side::Kit | Side::KitNoEarlyWake => {
+                                            let e = kit_test(run, shape, at, per_test, side == Side::Kit);
+                                            end.body += e.body;
+                                            end.drop += e.drop;
+                                            end.finish += e.finish;
+                                        }
+                                    }
+                                }
+                                end
+                            })
+                        })
+                        .collect();
+                    workers.into_iter().map(|w| w.join().unwrap()).collect()
+                });
+                id += n as u64 * per_test;
+                let end = ends.iter().fold(End::default(), |a, e| End {
+                    body: a.body + e.body,
+                    drop: a.drop + e.drop,
+                    finish: a.finish + e.finish,
+                });
                 let t = &mut totals[s];
                 t.wall += started.elapsed();
                 t.dispatcher += dispatcher_cpu().saturating_sub(cpu);
@@ -294,7 +319,7 @@ fn main() {
     let stats = run.bus().shutdown().unwrap();
 
     println!(
-        "{rounds} rounds of {tests} tests a side, {per_test} request(s) a test, sides by turns in slices of {slice} tests; \
+        "{rounds} rounds of {tests} tests a side, {per_test} request(s) a test, {parallel} at a time, sides by turns in slices of {slice} tests; \
          each test on a thread and a current-thread runtime of its own; {} events, {} dispatched",
         stats.published, stats.dispatched
     );
