@@ -176,7 +176,7 @@ where
 /// Tells the bus, when dropped, that the test's end is coming (see
 /// [`KitExecutionContext::expect_finish`]): its dispatcher then wakes while the test's runtime
 /// drops (45–65 µs), instead of when the end's flush comes, and a test of one request ends
-/// some 30–50 µs sooner (`cargo bench -p kit-rest --bench per_test`). A drop, so that a body
+/// some 20–50 µs sooner (`cargo bench -p kit-rest --bench per_test`). A drop, so that a body
 /// that panics gives the word too.
 struct EndComing<'a>(&'a KitExecutionContext);
 
