@@ -51,7 +51,7 @@ use serde_json::Value;
 #[path = "../tests/common/mod.rs"]
 mod common;
 mod support;
-use support::{item, item_shape, tls_config};
+use support::{ThreadCpu, item, item_shape, runtime, tls_config};
 
 /// `name` read as a positive number, or `default` when unset; any other value stops the bench
 /// with a message naming it.
@@ -64,13 +64,6 @@ fn knob(name: &str, default: usize) -> usize {
             .unwrap_or_else(|| panic!("{name}={value:?}: expected a positive whole number")),
         Err(_) => default,
     }
-}
-
-fn test_runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
 }
 
 /// Runs `test` on a thread of its own, as libtest runs each test, and waits for it.
@@ -87,7 +80,7 @@ fn on_its_own_thread<T: Send + 'static>(test: impl FnOnce() -> T + Send + 'stati
 fn raw_test(tls: &rustls::ClientConfig, url: &str, first: u64, requests: u64) {
     let (tls, url) = (tls.clone(), url.to_owned());
     on_its_own_thread(move || {
-        let runtime = test_runtime();
+        let runtime = runtime();
         runtime.block_on(async {
             let client = reqwest::Client::builder()
                 .cookie_store(true)
@@ -122,7 +115,7 @@ fn kit_test(run: &KitRun, shape: &Arc<Value>, first: u64, requests: u64, wake_ea
     let shape = Arc::clone(shape);
     on_its_own_thread(move || {
         ctx.request_flush().unwrap();
-        let runtime = test_runtime();
+        let runtime = runtime();
         let running = Instant::now();
         runtime.block_on(async {
             for id in first..first + requests {
@@ -183,25 +176,6 @@ struct Totals {
     finish: Duration,
     /// The dispatcher's CPU time while the side's slices ran.
     dispatcher: Duration,
-}
-
-/// The CPU time the bus's dispatcher thread (`kit-bus`) has used, from
-/// `/proc/self/task/*/schedstat` (Linux; zero elsewhere).
-fn dispatcher_cpu() -> Duration {
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return Duration::ZERO;
-    };
-    for task in tasks.flatten() {
-        let path = task.path();
-        if std::fs::read_to_string(path.join("comm")).is_ok_and(|c| c.trim() == "kit-bus") {
-            let ns = std::fs::read_to_string(path.join("schedstat"))
-                .ok()
-                .and_then(|s| s.split_whitespace().next()?.parse().ok())
-                .unwrap_or(0);
-            return Duration::from_nanos(ns);
-        }
-    }
-    Duration::ZERO
 }
 
 impl Totals {
@@ -266,7 +240,7 @@ fn main() {
             // kit slice after a raw one finds the dispatcher asleep).
             for s in ORDERS[group % ORDERS.len()] {
                 let side = SIDES[s];
-                let cpu = dispatcher_cpu();
+                let cpu = ThreadCpu::now();
                 let started = Instant::now();
                 // The slice's tests, `parallel` at a time: each of `parallel` threads runs its
                 // share one after another, as libtest's threads take tests in turn.
@@ -304,7 +278,7 @@ fn main() {
                 });
                 let t = &mut totals[s];
                 t.wall += started.elapsed();
-                t.dispatcher += dispatcher_cpu().saturating_sub(cpu);
+                t.dispatcher += ThreadCpu::now().since(cpu).dispatcher();
                 t.tests += n as u32;
                 t.body += end.body;
                 t.drop += end.drop;

@@ -86,7 +86,7 @@ use serde_json::{Value, json};
 #[path = "../tests/common/mod.rs"]
 mod common;
 mod support;
-use support::{item, item_shape, tls_config};
+use support::{ThreadCpu, item, item_shape, runtime, tls_config};
 #[path = "../../kit-trace/benches/support/knobs.rs"]
 mod knobs;
 use knobs::{deflate_level, dispatcher_niceness};
@@ -359,13 +359,6 @@ fn serve(work: Arc<HandlerWork>) -> String {
                 }),
             ),
     )
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
 }
 
 // === raw ===
@@ -1007,46 +1000,6 @@ fn timed(rt: &tokio::runtime::Runtime, f: impl std::future::Future<Output = ()>)
         wall: started.elapsed(),
         cpu: process_cpu().saturating_sub(cpu),
         threads: ThreadCpu::now().since(threads),
-    }
-}
-
-/// CPU time by thread: the client (this main thread, which runs the runtime every request is
-/// sent from), the test server's thread, the bus's dispatcher, and the rest (the blocking pool
-/// where kit tests finish). Read from `/proc/self/task/*/schedstat` (Linux; zero elsewhere),
-/// in nanoseconds. A thread that ends within a round takes its time with it, so the parts can
-/// sum to less than the process's total.
-#[derive(Clone, Copy, Default)]
-struct ThreadCpu([Duration; 4]);
-
-impl ThreadCpu {
-    const ROLES: [&'static str; 4] = ["client", "server", "dispatcher", "other"];
-
-    fn now() -> Self {
-        let mut cpu = ThreadCpu::default();
-        let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-            return cpu;
-        };
-        let main = std::process::id().to_string();
-        for task in tasks.flatten() {
-            let path = task.path();
-            let ns = std::fs::read_to_string(path.join("schedstat"))
-                .ok()
-                .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-                .unwrap_or(0);
-            let comm = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
-            let role = match comm.trim() {
-                _ if task.file_name().to_str() == Some(main.as_str()) => 0,
-                common::SERVER_THREAD => 1,
-                "kit-bus" => 2,
-                _ => 3,
-            };
-            cpu.0[role] += Duration::from_nanos(ns);
-        }
-        cpu
-    }
-
-    fn since(self, earlier: ThreadCpu) -> ThreadCpu {
-        ThreadCpu(std::array::from_fn(|i| self.0[i].saturating_sub(earlier.0[i])))
     }
 }
 

@@ -1,10 +1,12 @@
 //! What the `vs_reqwest` and `per_test` benches share: the API's item, the shape each kit
-//! request asserts on it, and the TLS configuration every client is built with. Included by
-//! path (`#[path]`): each bench is a binary of its own.
+//! request asserts on it, the TLS configuration every client is built with, a test's runtime,
+//! and the CPU time by thread. Included by path (`#[path]`): each bench is a binary of its own,
+//! and each declares `common` (`tests/common`) beside it.
 
 #![allow(dead_code, clippy::unwrap_used)]
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use kit_core::json::json_value;
 use serde_json::{Value, json};
@@ -41,4 +43,57 @@ pub(crate) fn tls_config() -> rustls::ClientConfig {
         .dangerous()
         .with_custom_certificate_verifier(Arc::new(verifier))
         .with_no_client_auth()
+}
+
+/// A test's runtime, as the kit's runner makes one: current-thread, with I/O and time.
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// CPU time by thread: the client (this main thread, which runs the runtime every request is
+/// sent from), the test server's thread, the bus's dispatcher, and the rest (the blocking pool
+/// where kit tests finish). Read from `/proc/self/task/*/schedstat` (Linux; zero elsewhere),
+/// in nanoseconds. A thread that ends within a round takes its time with it, so the parts can
+/// sum to less than the process's total.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct ThreadCpu(pub(crate) [Duration; 4]);
+
+impl ThreadCpu {
+    pub(crate) const ROLES: [&'static str; 4] = ["client", "server", "dispatcher", "other"];
+
+    pub(crate) fn now() -> Self {
+        let mut cpu = ThreadCpu::default();
+        let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+            return cpu;
+        };
+        let main = std::process::id().to_string();
+        for task in tasks.flatten() {
+            let path = task.path();
+            let ns = std::fs::read_to_string(path.join("schedstat"))
+                .ok()
+                .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+                .unwrap_or(0);
+            let comm = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
+            let role = match comm.trim() {
+                _ if task.file_name().to_str() == Some(main.as_str()) => 0,
+                crate::common::SERVER_THREAD => 1,
+                "kit-bus" => 2,
+                _ => 3,
+            };
+            cpu.0[role] += Duration::from_nanos(ns);
+        }
+        cpu
+    }
+
+    /// The bus's dispatcher's part.
+    pub(crate) fn dispatcher(self) -> Duration {
+        self.0[2]
+    }
+
+    pub(crate) fn since(self, earlier: ThreadCpu) -> ThreadCpu {
+        ThreadCpu(std::array::from_fn(|i| self.0[i].saturating_sub(earlier.0[i])))
+    }
 }
