@@ -79,6 +79,9 @@ pub struct BusStats {
     pub published: u64,
     /// Events the dispatcher handed to the collectors.
     pub dispatched: u64,
+    /// Flushes announced by [`Bus::expect_flush`] that the dispatcher has taken up: one a test
+    /// run by `#[kit::test]`, whose runner announces each test's end.
+    pub announced: u64,
 }
 
 /// How long the dispatcher naps when it finds the queue empty while events are flowing: the
@@ -323,11 +326,19 @@ fn lower_own_priority(starter: Option<i32>, by: u8) {
 }
 
 /// Producers count `published` and the dispatcher `dispatched`, each once an event: on one
-/// cache line, every event moved that line between the cores twice.
+/// cache line, every event moved that line between the cores twice. `announced` moves once a
+/// test, so it shares the dispatcher's line.
 #[derive(Default)]
 struct Counters {
     published: OwnLine<AtomicU64>,
-    dispatched: OwnLine<AtomicU64>,
+    dispatched: OwnLine<DispatcherCounts>,
+}
+
+/// What the dispatcher counts.
+#[derive(Default)]
+struct DispatcherCounts {
+    events: AtomicU64,
+    announced: AtomicU64,
 }
 
 /// A value alone on its cache line (two 64-byte lines: x86's adjacent-line prefetch pairs
@@ -706,6 +717,8 @@ impl Bus {
     /// let bus = Bus::builder().collector(RecordingCollector::new()).start();
     /// bus.expect_flush().unwrap();
     /// bus.flush_ended().unwrap();
+    /// // The flush's answer comes after the dispatcher took the announcement up.
+    /// assert_eq!(bus.stats().announced, 1);
     /// ```
     pub fn expect_flush(&self) -> Result<(), BusError> {
         self.inner.send_now(Message::Expect)
@@ -741,7 +754,8 @@ impl Bus {
     pub fn stats(&self) -> BusStats {
         BusStats {
             published: self.inner.stats.published.load(Ordering::Relaxed),
-            dispatched: self.inner.stats.dispatched.load(Ordering::Relaxed),
+            dispatched: self.inner.stats.dispatched.events.load(Ordering::Relaxed),
+            announced: self.inner.stats.dispatched.announced.load(Ordering::Relaxed),
         }
     }
 }
@@ -991,7 +1005,7 @@ impl Dispatcher<'_> {
                 Ok(())
             });
         }
-        self.stats.dispatched.fetch_add(1, Ordering::Relaxed);
+        self.stats.dispatched.events.fetch_add(1, Ordering::Relaxed);
         self.spent.give_back(event, origin);
     }
 
@@ -1095,7 +1109,10 @@ fn dispatch(
                 d.awake_until = None;
                 d.group_commit(reply, Scope::Ended);
             }
-            Message::Expect => d.awake_until = Some(Instant::now() + EXPECT_AWAKE),
+            Message::Expect => {
+                d.stats.dispatched.announced.fetch_add(1, Ordering::Relaxed);
+                d.awake_until = Some(Instant::now() + EXPECT_AWAKE);
+            }
             // Without a waiter, the errors wait for the next flush.
             Message::Flush(None) | Message::FlushDue => d.flush(Scope::Everything),
             Message::Register(collector) => d.slots.push(Slot::new(collector)),
@@ -2011,6 +2028,7 @@ mod tests {
             recording.events().iter().map(|e| e.sequence).collect::<Vec<_>>(),
             [0, 1]
         );
+        assert_eq!(bus.stats().announced, 1);
 
         bus.expect_flush().unwrap();
         eventually(

@@ -294,8 +294,8 @@ fn main() {
 
     println!(
         "{rounds} rounds of {tests} tests a side, {per_test} request(s) a test, {parallel} at a time, sides by turns in slices of {slice} tests; \
-         each test on a thread and a current-thread runtime of its own; {} events, {} dispatched",
-        stats.published, stats.dispatched
+         each test on a thread and a current-thread runtime of its own; {} events, {} dispatched; {} ends announced (one for each of the kit side's tests)",
+        stats.published, stats.dispatched, stats.announced
     );
     println!(
         "{:<20} {:>10} {:>9} {:>12} {:>8} {:>8} {:>10} {:>14}",

@@ -192,3 +192,45 @@ fn finish(ctx: &KitExecutionContext, name: &str, outcome: TestOutcome) {
         warn(&format!("the trace of test {name} is incomplete: {e}"));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const fn spec(name: &'static str, line: u32) -> TestSpec {
+        TestSpec {
+            name,
+            module_path: module_path!(),
+            file: file!(),
+            line,
+            manifest_dir: env!("CARGO_MANIFEST_DIR"),
+            application: None,
+            client: None,
+            auth: None,
+            requires: &[],
+        }
+    }
+
+    static PASSES: TestSpec = spec("passes", line!());
+    static PANICS: TestSpec = spec("panics", line!());
+
+    /// The runner tells the bus that a test's end is coming before it drops the test's runtime
+    /// (`EndComing`), whether the body returns or panics. Nothing else shows it: the gain is
+    /// time (`cargo bench -p kit-rest --bench per_test`), so the bus counts what it is told.
+    /// The only test in this binary that runs tests, so nothing else moves the count.
+    #[test]
+    fn the_runner_announces_every_tests_end_to_the_bus() {
+        let kit = runtime(PASSES.manifest_dir).unwrap();
+        let before = kit.run.bus().stats().announced;
+
+        run_test(&PASSES, |_ctx| async {});
+        assert_eq!(kit.run.bus().stats().announced, before + 1);
+
+        fn fail() {
+            panic!("the body fails");
+        }
+        let panicked = catch_unwind(|| run_test(&PANICS, |_ctx| async { fail() }));
+        assert!(panicked.is_err());
+        assert_eq!(kit.run.bus().stats().announced, before + 2);
+    }
+}
