@@ -101,7 +101,12 @@ impl RunId {
 
     /// A new, time-ordered run id (a UUIDv7 in its hyphenated form).
     pub fn generate() -> Self {
-        RunId(uuid::Uuid::now_v7().hyphenated().to_string().into())
+        RunId(
+            uuid::Uuid::from_u128(v7::generate())
+                .hyphenated()
+                .to_string()
+                .into(),
+        )
     }
 
     /// The id as text.
@@ -182,7 +187,7 @@ pub struct TestId(u128);
 impl TestId {
     /// A new id, later than every id this process generated before it.
     pub fn generate() -> Self {
-        TestId(uuid::Uuid::now_v7().as_u128())
+        TestId(v7::generate())
     }
 
     /// Wraps a raw 128-bit value.
@@ -480,6 +485,7 @@ mod duration_ns {
 
 mod json_line;
 mod line_reader;
+mod v7;
 
 // === the envelope ===
 
