@@ -51,20 +51,7 @@ use serde_json::Value;
 #[path = "../tests/common/mod.rs"]
 mod common;
 mod support;
-use support::{ThreadCpu, item, item_shape, runtime, tls_config};
-
-/// `name` read as a positive number, or `default` when unset; any other value stops the bench
-/// with a message naming it.
-fn knob(name: &str, default: usize) -> usize {
-    match std::env::var(name) {
-        Ok(value) => value
-            .parse()
-            .ok()
-            .filter(|n| *n > 0)
-            .unwrap_or_else(|| panic!("{name}={value:?}: expected a positive whole number")),
-        Err(_) => default,
-    }
-}
+use support::{ThreadCpu, item, item_shape, positive_knob, runtime, tls_config};
 
 /// Runs `test` on a thread of its own, as libtest runs each test, and waits for it.
 fn on_its_own_thread<T: Send + 'static>(test: impl FnOnce() -> T + Send + 'static) -> T {
@@ -185,11 +172,11 @@ impl Totals {
 }
 
 fn main() {
-    let rounds = knob("KIT_BENCH_ROUNDS", 5);
-    let tests = knob("KIT_BENCH_TESTS", 400);
-    let per_test = knob("KIT_BENCH_PER_TEST", 1) as u64;
-    let slice = knob("KIT_BENCH_SLICE_TESTS", 20);
-    let parallel = knob("KIT_BENCH_PARALLEL", 1).min(slice);
+    let rounds = positive_knob("KIT_BENCH_ROUNDS", 5);
+    let tests = positive_knob("KIT_BENCH_TESTS", 400);
+    let per_test = positive_knob("KIT_BENCH_PER_TEST", 1) as u64;
+    let slice = positive_knob("KIT_BENCH_SLICE_TESTS", 20);
+    let parallel = positive_knob("KIT_BENCH_PARALLEL", 1).min(slice);
 
     let url = common::serve(Router::new().route(
         "/items/{id}",

@@ -47,7 +47,8 @@
 //! the kit's extra CPU goes.
 //!
 //! `cargo bench -p kit-rest --bench vs_reqwest`. To change the sizes: `KIT_BENCH_ROUNDS`,
-//! `KIT_BENCH_REQUESTS`, `KIT_BENCH_PAGES`, `KIT_BENCH_PER_TEST`. To see what the kit's
+//! `KIT_BENCH_REQUESTS`, `KIT_BENCH_PAGES`, `KIT_BENCH_PER_TEST` (a value that is not a number
+//! stops the bench with its name). To see what the kit's
 //! pipeline costs: `KIT_BENCH_VARIANT=bare` (no archive, collectors or attachments),
 //! `no-attachments` or `no-archive` (everything else on); `KIT_BENCH_LEVEL` sets the archive's
 //! deflate level (default 1, the writer's), `KIT_BENCH_NICENESS` how far below the
@@ -86,7 +87,7 @@ use serde_json::{Value, json};
 #[path = "../tests/common/mod.rs"]
 mod common;
 mod support;
-use support::{ThreadCpu, item, item_shape, runtime, tls_config};
+use support::{ThreadCpu, item, item_shape, positive_knob, runtime, tls_config, whole_knob};
 #[path = "../../kit-trace/benches/support/knobs.rs"]
 mod knobs;
 use knobs::{deflate_level, dispatcher_niceness};
@@ -171,7 +172,7 @@ enum Timer {
 
 impl HandlerWork {
     fn from_env() -> Self {
-        let wait = Duration::from_millis(env("KIT_BENCH_HANDLER_WAIT_MS", 0) as u64);
+        let wait = Duration::from_millis(whole_knob("KIT_BENCH_HANDLER_WAIT_MS", 0) as u64);
         let tokio_timer = match std::env::var("KIT_BENCH_HANDLER_TIMER").as_deref() {
             Err(_) | Ok("alarms") => false,
             Ok("tokio") => true,
@@ -187,7 +188,7 @@ impl HandlerWork {
         });
         Self {
             wait,
-            busy: Duration::from_micros(env("KIT_BENCH_HANDLER_BUSY_US", 0) as u64),
+            busy: Duration::from_micros(whole_knob("KIT_BENCH_HANDLER_BUSY_US", 0) as u64),
             timer,
             waited_ns: AtomicU64::new(0),
             waits: AtomicU64::new(0),
@@ -807,7 +808,7 @@ impl Interleaved {
         let tests = if concurrent {
             1
         } else {
-            env("KIT_BENCH_SLICE_TESTS", 5).max(1)
+            positive_knob("KIT_BENCH_SLICE_TESTS", 5)
         };
         Interleaved {
             concurrent,
@@ -1022,20 +1023,14 @@ fn process_cpu() -> Duration {
 }
 
 fn requests_per_test() -> usize {
-    env("KIT_BENCH_PER_TEST", 10).max(1)
-}
-
-fn env(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
+    positive_knob("KIT_BENCH_PER_TEST", 10)
 }
 
 fn main() {
-    let rounds = env("KIT_BENCH_ROUNDS", 7);
-    let n = env("KIT_BENCH_REQUESTS", 2_000);
-    let pages = env("KIT_BENCH_PAGES", (n / 100).max(5)).max(1);
+    let rounds = positive_knob("KIT_BENCH_ROUNDS", 7);
+    let n = positive_knob("KIT_BENCH_REQUESTS", 2_000);
+    // 0 runs one page, as commands in the history with `KIT_BENCH_PAGES=0` did.
+    let pages = whole_knob("KIT_BENCH_PAGES", (n / 100).max(5)).max(1);
     let work = Arc::new(HandlerWork::from_env());
     let url = serve(Arc::clone(&work));
     let rt = runtime();

@@ -45,6 +45,29 @@ pub(crate) fn tls_config() -> rustls::ClientConfig {
         .with_no_client_auth()
 }
 
+/// `name` read as a whole number, or `default` when unset. Any other value stops the bench
+/// with a message naming it: a misspelt value that fell back to the default measured
+/// something other than what was asked, and said nothing.
+pub(crate) fn whole_knob(name: &str, default: usize) -> usize {
+    read_knob(name, default, "a whole number", |_| true)
+}
+
+/// As [`whole_knob`], zero refused: a count of rounds, requests or tests.
+pub(crate) fn positive_knob(name: &str, default: usize) -> usize {
+    read_knob(name, default, "a positive whole number", |n| n > 0)
+}
+
+fn read_knob(name: &str, default: usize, what: &str, allowed: impl Fn(usize) -> bool) -> usize {
+    match std::env::var(name) {
+        Ok(value) => value
+            .parse()
+            .ok()
+            .filter(|&n| allowed(n))
+            .unwrap_or_else(|| panic!("{name}={value:?}: expected {what}")),
+        Err(_) => default,
+    }
+}
+
 /// A test's runtime, as the kit's runner makes one: current-thread, with I/O and time.
 pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
