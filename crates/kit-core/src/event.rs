@@ -263,10 +263,9 @@ impl EventId {
         }
         STATE.with(|state| {
             loop {
-                let s = state.get().wrapping_add(0xa076_1d64_78bd_642f);
+                let mut s = state.get();
+                let value = wyrand(&mut s);
                 state.set(s);
-                let t = u128::from(s) * u128::from(s ^ 0xe703_7ed1_a0b4_28db);
-                let value = ((t >> 64) as u64) ^ (t as u64);
                 if let Some(id) = NonZeroU64::new(value) {
                     return EventId(id);
                 }
@@ -481,6 +480,14 @@ mod duration_ns {
     pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         u64::deserialize(d).map(Duration::from_nanos)
     }
+}
+
+/// One step of wyrand: 64 well-mixed bits, the state only counted on. The ids' generators
+/// ([`EventId::generate`], `v7`) use it: their ids must be unique, not secret.
+fn wyrand(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0xa076_1d64_78bd_642f);
+    let t = u128::from(*state) * u128::from(*state ^ 0xe703_7ed1_a0b4_28db);
+    ((t >> 64) as u64) ^ (t as u64)
 }
 
 mod json_line;

@@ -11,6 +11,8 @@ use std::hash::{BuildHasher, RandomState};
 use std::sync::{Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use super::wyrand;
+
 /// The 74 random bits of a UUIDv7: 12 in `rand_a`, 62 in `rand_b`.
 const RANDOM_BITS: u32 = 74;
 
@@ -28,19 +30,12 @@ impl Generator {
         }
     }
 
-    /// wyrand: 64 well-mixed bits a step, the state only counted on.
-    fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0xa076_1d64_78bd_642f);
-        let t = u128::from(self.state) * u128::from(self.state ^ 0xe703_7ed1_a0b4_28db);
-        ((t >> 64) as u64) ^ (t as u64)
-    }
-
     /// A new id later than every one before it: `millis` with fresh random bits, or, when
     /// that does not sort after the last (the same millisecond, or a clock set back), the
     /// last one's successor.
     fn next(&mut self, millis: u64) -> u128 {
-        let random =
-            (u128::from(self.next_u64()) << 64 | u128::from(self.next_u64())) & ((1 << RANDOM_BITS) - 1);
+        let random = (u128::from(wyrand(&mut self.state)) << 64 | u128::from(wyrand(&mut self.state)))
+            & ((1 << RANDOM_BITS) - 1);
         let candidate = assemble(millis, random);
         self.last = if candidate > self.last {
             candidate
