@@ -87,10 +87,8 @@ use serde_json::{Value, json};
 #[path = "../tests/common/mod.rs"]
 mod common;
 mod support;
+use support::knobs::{deflate_level, dispatcher_niceness};
 use support::{ThreadCpu, item, item_shape, positive_knob, runtime, tls_config, whole_knob};
-#[path = "../../kit-trace/benches/support/knobs.rs"]
-mod knobs;
-use knobs::{deflate_level, dispatcher_niceness};
 
 const IN_FLIGHT: usize = 32;
 

@@ -1,7 +1,7 @@
 //! What the `vs_reqwest` and `per_test` benches share: the API's item, the shape each kit
 //! request asserts on it, the TLS configuration every client is built with, a test's runtime,
-//! and the CPU time by thread. Included by path (`#[path]`): each bench is a binary of its own,
-//! and each declares `common` (`tests/common`) beside it.
+//! the CPU time by thread, and how their knobs are read. Included by path (`#[path]`): each
+//! bench is a binary of its own, and each declares `common` (`tests/common`) beside it.
 
 #![allow(dead_code, clippy::unwrap_used)]
 
@@ -10,6 +10,10 @@ use std::time::Duration;
 
 use kit_core::json::json_value;
 use serde_json::{Value, json};
+
+/// The bench knobs `kit-trace`'s `bus` bench reads too: the archive's, and how any is read.
+#[path = "../../../kit-trace/benches/support/knobs.rs"]
+pub(crate) mod knobs;
 
 /// The item the API serves at `/items/{id}`: about 600 bytes of JSON.
 pub(crate) fn item(id: u64) -> Value {
@@ -45,27 +49,15 @@ pub(crate) fn tls_config() -> rustls::ClientConfig {
         .with_no_client_auth()
 }
 
-/// `name` read as a whole number, or `default` when unset. Any other value stops the bench
-/// with a message naming it: a misspelt value that fell back to the default measured
-/// something other than what was asked, and said nothing.
+/// `name` read as a whole number, or `default` when unset; any other value stops the bench
+/// with a message naming it ([`knobs::knob`]).
 pub(crate) fn whole_knob(name: &str, default: usize) -> usize {
-    read_knob(name, default, "a whole number", |_| true)
+    knobs::knob(name, "a whole number", |_| true, default)
 }
 
 /// As [`whole_knob`], zero refused: a count of rounds, requests or tests.
 pub(crate) fn positive_knob(name: &str, default: usize) -> usize {
-    read_knob(name, default, "a positive whole number", |n| n > 0)
-}
-
-fn read_knob(name: &str, default: usize, what: &str, allowed: impl Fn(usize) -> bool) -> usize {
-    match std::env::var(name) {
-        Ok(value) => value
-            .parse()
-            .ok()
-            .filter(|&n| allowed(n))
-            .unwrap_or_else(|| panic!("{name}={value:?}: expected {what}")),
-        Err(_) => default,
-    }
+    knobs::knob(name, "a positive whole number", |&n| n > 0, default)
 }
 
 /// A test's runtime, as the kit's runner makes one: current-thread, with I/O and time.

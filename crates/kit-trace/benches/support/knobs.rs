@@ -1,6 +1,7 @@
 //! The archive knobs the `bus` bench and `kit-rest`'s `vs_reqwest` bench both read, so that a
-//! run by turns sets both benches alike. Included by path (`#[path]`): the benches are binaries
-//! of two crates.
+//! run by turns sets both benches alike, and the one way every bench knob is read. Included by
+//! path (`#[path]`): the benches are binaries of two crates (`kit-rest`'s through its
+//! `support` module).
 
 use kit_core::DISPATCHER_NICENESS;
 use kit_trace::WriterOptions;
@@ -28,12 +29,25 @@ fn bounded<T>(name: &str, what: &str, highest: T, default: T) -> T
 where
     T: std::str::FromStr + PartialOrd + std::fmt::Display,
 {
+    knob(name, &format!("{what}, 0–{highest}"), |n| *n <= highest, default)
+}
+
+/// The variable `name` read as a `T` that `allowed` accepts, or `default` when unset. Any
+/// other value stops the bench with a message naming it (`what` says what was expected): a
+/// misspelt value that fell back to the default measured something other than what was asked,
+/// and said nothing.
+pub(crate) fn knob<T: std::str::FromStr>(
+    name: &str,
+    what: &str,
+    allowed: impl Fn(&T) -> bool,
+    default: T,
+) -> T {
     match std::env::var(name) {
         Ok(value) => value
             .parse()
             .ok()
-            .filter(|n| *n <= highest)
-            .unwrap_or_else(|| panic!("{name}={value:?}: expected {what}, 0–{highest}")),
+            .filter(|n| allowed(n))
+            .unwrap_or_else(|| panic!("{name}={value:?}: expected {what}")),
         Err(_) => default,
     }
 }
