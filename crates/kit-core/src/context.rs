@@ -393,6 +393,10 @@ impl Operation {
 
 impl Drop for Operation {
     fn drop(&mut self) {
+        // Most operations were ended: do not build a message that `finish` would throw away.
+        if self.ended {
+            return;
+        }
         let message = if std::thread::panicking() {
             "the test panicked before the operation ended"
         } else {
@@ -491,7 +495,23 @@ mod tests {
             })
             .unwrap();
         assert_eq!(ended.operation, id);
-        assert!(matches!(ended.status, OperationStatus::Error { .. }));
+        assert!(
+            matches!(&ended.status, OperationStatus::Error { message } if message.contains("dropped before it ended")),
+            "{:?}",
+            ended.status
+        );
+        // One that was ended is not ended again when dropped.
+        let ended_count = |events: &[Event]| {
+            events
+                .iter()
+                .filter(|e| matches!(e.kind, EventKind::OperationEnded(_)))
+                .count()
+        };
+        let ctx = run.begin_test(TestStarted::new("u"));
+        let op = ctx.start_operation(None, OperationStarted::new("http.request", "y"));
+        op.end(OperationStatus::Ok, Attributes::new());
+        ctx.finish(TestOutcome::Passed).unwrap();
+        assert_eq!(ended_count(&recording.events_of(ctx.test_id())), 1);
     }
 
     #[test]
