@@ -452,13 +452,14 @@ enum BodyKind {
     Text,
 }
 
-fn media_type(content_type: &str) -> String {
-    content_type
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase()
+fn media_type(content_type: &str) -> Cow<'_, str> {
+    let media = content_type.split(';').next().unwrap_or("").trim();
+    // Nearly every response's type is lower case already: read it where it is.
+    if media.bytes().any(|b| b.is_ascii_uppercase()) {
+        Cow::Owned(media.to_ascii_lowercase())
+    } else {
+        Cow::Borrowed(media)
+    }
 }
 
 /// A JSON body (or one that looks like JSON) with the values of sensitive names redacted.

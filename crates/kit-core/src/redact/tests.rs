@@ -2594,3 +2594,26 @@ fn names_no_simd_searcher_takes_still_get_a_finder() {
     assert!(names.may_occur_in(&format!("x{long}x")));
     assert!(!names.may_occur_in(&long[1..]));
 }
+
+/// A media type is compared without regard to case (RFC 9110, 8.3.1), with or without
+/// parameters: a body labelled in capitals is read as its type, as it is in lower case.
+#[test]
+fn rule_4_a_label_in_capitals_is_read_as_its_type() {
+    use super::{BodyKind, declared_kind};
+    for (label, kind) in [
+        ("application/json", Some(BodyKind::Json)),
+        ("Application/JSON; Charset=UTF-8", Some(BodyKind::Json)),
+        ("APPLICATION/PROBLEM+JSON", Some(BodyKind::Json)),
+        (" Text/HTML ", Some(BodyKind::Markup { html: true })),
+        ("Application/X-WWW-Form-Urlencoded", Some(BodyKind::Form)),
+        ("TEXT/PLAIN", None),
+    ] {
+        assert_eq!(declared_kind(label), kind, "{label}");
+    }
+    let s = sanitizer();
+    let form = b"user=ann&password=capital-label-secret";
+    assert_eq!(
+        s.body(Some("Application/X-WWW-Form-Urlencoded; Charset=UTF-8"), form),
+        "user=ann&password=[REDACTED]"
+    );
+}
