@@ -24,7 +24,9 @@ use http::StatusCode;
 use kit_core::json::{
     JsonPathError, JsonShapeMismatchError, PreparedShape, ShapeMismatch, ShapeOptions, ShapeReport,
 };
-use kit_core::{Attachment, Attributes, Observation, OperationStarted, OperationStatus, Text, semconv};
+use kit_core::{
+    Attachment, AttributeValue, Attributes, Observation, OperationStarted, OperationStatus, Text, semconv,
+};
 use serde::Serialize;
 
 use crate::response::{Body, RestResponse};
@@ -131,6 +133,21 @@ pub(crate) fn status_text(status: StatusCode) -> String {
     text
 }
 
+/// `status 201 Created`, or `not status 201 Created`, built in one allocation: a passing status
+/// assertion is on every request's path.
+fn status_display(expected: StatusCode, negated: bool) -> String {
+    let prefix = if negated { "not status " } else { "status " };
+    let reason = expected.canonical_reason();
+    let mut text = String::with_capacity(prefix.len() + 4 + reason.map_or(0, str::len));
+    text.push_str(prefix);
+    crate::request::push_decimal(&mut text, u32::from(expected.as_u16()));
+    if let Some(reason) = reason {
+        text.push(' ');
+        text.push_str(reason);
+    }
+    text
+}
+
 /// `'a', 'b'`, or `missing`.
 fn quoted_list(values: &[String]) -> String {
     if values.is_empty() {
@@ -160,8 +177,9 @@ pub struct RestAssertions<'r> {
 struct Check {
     operation: &'static str,
     display: String,
-    expected: String,
-    actual: String,
+    /// A string for most checks; the status check records the codes as numbers.
+    expected: AttributeValue,
+    actual: AttributeValue,
     holds: bool,
 }
 
@@ -287,9 +305,9 @@ impl RestResponse {
             self.decide(
                 Check {
                     operation: semconv::OP_ASSERT_STATUS,
-                    display: format!("status {}", status_text(expected)),
-                    expected: expected.as_u16().to_string(),
-                    actual: actual.as_u16().to_string(),
+                    display: status_display(expected, false),
+                    expected: expected.as_u16().into(),
+                    actual: actual.as_u16().into(),
                     holds,
                 },
                 negated,
@@ -328,11 +346,7 @@ impl RestResponse {
         if negated {
             attributes.push(semconv::ASSERTION_NEGATED, true);
         }
-        let display = format!(
-            "{}status {}",
-            if negated { "not " } else { "" },
-            status_text(expected)
-        );
+        let display = status_display(expected, negated);
         let operation = self.context().start_operation(
             Some(self.request_id()),
             OperationStarted::new(semconv::OP_ASSERT_STATUS, display)
@@ -368,8 +382,8 @@ impl RestResponse {
             Check {
                 operation: semconv::OP_ASSERT_CONTENT_TYPE,
                 display: format!("content type {media_type}"),
-                expected: media_type.to_owned(),
-                actual: shown.clone(),
+                expected: media_type.to_owned().into(),
+                actual: shown.clone().into(),
                 holds,
             },
             negated,
@@ -398,8 +412,8 @@ impl RestResponse {
                     Check {
                         operation: semconv::OP_ASSERT_HEADER,
                         display: format!("header {name}"),
-                        expected: format!("{name} present"),
-                        actual: quoted_list(&shown),
+                        expected: format!("{name} present").into(),
+                        actual: quoted_list(&shown).into(),
                         holds,
                     },
                     negated,
@@ -423,8 +437,8 @@ impl RestResponse {
                     Check {
                         operation: semconv::OP_ASSERT_HEADER,
                         display: format!("header {name}"),
-                        expected: shown_expected.clone(),
-                        actual: quoted_list(&shown),
+                        expected: shown_expected.clone().into(),
+                        actual: quoted_list(&shown).into(),
                         holds,
                     },
                     negated,
@@ -461,8 +475,8 @@ impl RestResponse {
                 Check {
                     operation: semconv::OP_ASSERT_COOKIE,
                     display: format!("cookie {name}"),
-                    expected: format!("{name} set"),
-                    actual: quoted_list(&shown),
+                    expected: format!("{name} set").into(),
+                    actual: quoted_list(&shown).into(),
                     holds: !set.is_empty(),
                 },
                 negated,
@@ -482,8 +496,8 @@ impl RestResponse {
                     Check {
                         operation: semconv::OP_ASSERT_COOKIE,
                         display: format!("cookie {name}"),
-                        expected: shown_expected.clone(),
-                        actual: quoted_list(&shown),
+                        expected: shown_expected.clone().into(),
+                        actual: quoted_list(&shown).into(),
                         holds: set.iter().any(|v| v == value),
                     },
                     negated,
@@ -513,8 +527,8 @@ impl RestResponse {
             Check {
                 operation: semconv::OP_ASSERT_REDIRECT_LOCATION,
                 display: format!("redirect location {shown_expected}"),
-                expected: shown_expected.clone(),
-                actual: shown_actual.clone().unwrap_or_else(|| "missing".into()),
+                expected: shown_expected.clone().into(),
+                actual: shown_actual.clone().unwrap_or_else(|| "missing".into()).into(),
                 holds: actual.as_deref() == Some(location),
             },
             negated,
@@ -603,7 +617,7 @@ impl RestResponse {
         let matched = mismatches.is_empty();
         let bullets: Vec<String> = mismatches.iter().map(ToString::to_string).collect();
         let mut attributes = Attributes::with_capacity(6)
-            .with(semconv::ASSERTION_EXPECTED, shown.compact.clone())
+            .with(semconv::ASSERTION_EXPECTED, &shown.compact)
             .with(semconv::ASSERTION_RESULT, matched)
             .with(semconv::KIT_CLIENT, self.client_target())
             .with(semconv::TARGET_TYPE, Text::from_static(target_type));
@@ -627,7 +641,7 @@ impl RestResponse {
             let mut name = crate::request::attachment_name(self.request_number(), "expected-shape");
             name.push_str(&suffix);
             let content = shown.pretty();
-            let attachment = Attachment::new(name, "application/json", content.into_bytes())
+            let attachment = Attachment::new(name, "application/json", content)
                 .with_description(format!("{display} asserted on {}", self.request_label()));
             self.context().attach(Some(self.request_id()), attachment);
         }
@@ -683,13 +697,18 @@ impl RestResponse {
 /// redacted.
 #[derive(Clone)]
 struct ShownShape {
-    compact: String,
-    pretty: std::rc::Rc<std::cell::OnceCell<String>>,
+    /// Shared with each assertion's event, which would otherwise copy it.
+    compact: std::sync::Arc<str>,
+    /// The attachment's bytes, laid out once and shared by each assertion's attachment.
+    pretty: std::rc::Rc<std::cell::OnceCell<std::sync::Arc<[u8]>>>,
 }
 
 impl ShownShape {
-    fn pretty(&self) -> String {
-        self.pretty.get_or_init(|| pretty_json(&self.compact)).clone()
+    fn pretty(&self) -> std::sync::Arc<[u8]> {
+        std::sync::Arc::clone(
+            self.pretty
+                .get_or_init(|| pretty_json(&self.compact).into_bytes().into()),
+        )
     }
 }
 
@@ -764,7 +783,7 @@ fn shown_shape(sanitizer: &kit_core::redact::Sanitizer, text: &str) -> ShownShap
         return shown;
     }
     let shown = ShownShape {
-        compact: sanitizer.body(Some("application/json"), text.as_bytes()),
+        compact: sanitizer.body(Some("application/json"), text.as_bytes()).into(),
         pretty: Default::default(),
     };
     LAST_SHAPE.with_borrow_mut(|last| {

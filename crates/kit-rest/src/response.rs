@@ -159,8 +159,8 @@ impl RestResponse {
     }
 
     /// `METHOD route`, as failure messages show the request.
-    pub fn request_label(&self) -> String {
-        self.request.label.clone()
+    pub fn request_label(&self) -> &str {
+        &self.request.label
     }
 
     /// The request's URL, sanitized.

@@ -152,6 +152,40 @@ async fn have_http_status_holds_and_fails_with_the_body() {
         created.should_not().have_http_status(StatusCode::CREATED);
     });
     snapshot("status_failure_negated", &message);
+    ctx.finish(TestOutcome::Passed).unwrap();
+    // Passing and failing, each assertion records its display and both codes as numbers.
+    // Display, expected, actual, held.
+    type Recorded = (String, Option<i64>, Option<i64>, Option<bool>);
+    let recorded: Vec<Recorded> = f
+        .recording
+        .events_of(ctx.test_id())
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::OperationStarted(op) if op.name == semconv::OP_ASSERT_STATUS => Some((
+                op.display_name.clone(),
+                op.attributes.get_i64(semconv::ASSERTION_EXPECTED),
+                op.attributes.get_i64(semconv::ASSERTION_ACTUAL),
+                op.attributes
+                    .get(semconv::ASSERTION_RESULT)
+                    .and_then(AttributeValue::as_bool),
+            )),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        recorded,
+        [
+            ("status 201 Created".to_owned(), Some(201), Some(201), Some(true)),
+            ("not status 200 OK".to_owned(), Some(200), Some(201), Some(true)),
+            ("status 200 OK".to_owned(), Some(200), Some(201), Some(false)),
+            (
+                "not status 201 Created".to_owned(),
+                Some(201),
+                Some(201),
+                Some(false)
+            ),
+        ]
+    );
 }
 
 #[tokio::test]
@@ -587,10 +621,10 @@ async fn a_request_with_a_status_and_a_shape_assertion_is_one_tree() {
             _ => None,
         })
         .unwrap();
-    assert_eq!(
-        status.attributes.get_str(semconv::ASSERTION_EXPECTED),
-        Some("200")
-    );
+    // The codes are numbers, as a failing status assertion records them.
+    assert_eq!(status.attributes.get_i64(semconv::ASSERTION_EXPECTED), Some(200));
+    assert_eq!(status.attributes.get_i64(semconv::ASSERTION_ACTUAL), Some(200));
+    assert_eq!(status.display_name, "status 200 OK");
     assert_eq!(
         status.attributes.get_str(semconv::KIT_CLIENT),
         Some("shop:Default")
@@ -613,12 +647,14 @@ async fn negated_assertions_are_marked_and_repeated_shapes_numbered() {
     let negated = events
         .iter()
         .find_map(|e| match &e.kind {
-            EventKind::OperationStarted(op) if op.name == semconv::OP_ASSERT_STATUS => {
-                Some(op.attributes.clone())
-            }
+            EventKind::OperationStarted(op) if op.name == semconv::OP_ASSERT_STATUS => Some(op),
             _ => None,
         })
         .unwrap();
+    assert_eq!(negated.display_name, "not status 404 Not Found");
+    assert_eq!(negated.attributes.get_i64(semconv::ASSERTION_EXPECTED), Some(404));
+    assert_eq!(negated.attributes.get_i64(semconv::ASSERTION_ACTUAL), Some(200));
+    let negated = &negated.attributes;
     assert_eq!(
         negated
             .get(semconv::ASSERTION_NEGATED)
