@@ -17,6 +17,7 @@
 //! appended), the application's in-process server (rooted at the client's endpoint, else at
 //! the requested name as an endpoint).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -69,17 +70,18 @@ impl std::fmt::Debug for ResolvedClient {
 }
 
 impl ResolvedClient {
-    /// The base address for a request of `ctx`.
-    pub(crate) async fn base_for(&self, ctx: &KitExecutionContext) -> Result<Url, RestError> {
+    /// The base address for a request of `ctx`: borrowed when it is fixed, since each request
+    /// joins its path onto a copy of its own anyway.
+    pub(crate) async fn base_for(&self, ctx: &KitExecutionContext) -> Result<Cow<'_, Url>, RestError> {
         match &self.base {
-            BaseAddress::Fixed(url) => Ok(url.clone()),
+            BaseAddress::Fixed(url) => Ok(Cow::Borrowed(url)),
             BaseAddress::Resolved(resolver) => {
                 let url = match resolver {
                     Resolver::Sync(f) => f(ctx),
                     Resolver::Async(f) => f(ctx.clone()).await,
                 };
                 if url.has_host() {
-                    Ok(url)
+                    Ok(Cow::Owned(url))
                 } else {
                     Err(RestError::Client(format!(
                         "the resolver of REST client '{}' returned {url}, which is not an absolute URL",

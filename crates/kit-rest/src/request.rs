@@ -1,5 +1,6 @@
 //! Building and sending a request.
 
+use std::borrow::Cow;
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 use std::sync::Arc;
@@ -336,9 +337,17 @@ pub(crate) fn fill_route(route: &str, params: &[(String, String)]) -> Result<Str
             let token = &after[..token_len];
             // The last value given for a token wins, as with a map.
             match params.iter().rev().find(|(name, _)| name == token) {
-                Some((_, value)) => out.extend(
-                    url::form_urlencoded::byte_serialize(value.as_bytes()).map(|s| s.replace('+', "%20")),
-                ),
+                Some((_, value)) => {
+                    // A path has no `+` for a space: `%20`, written without a `String` a piece.
+                    for piece in url::form_urlencoded::byte_serialize(value.as_bytes()) {
+                        let mut parts = piece.split('+');
+                        out.push_str(parts.next().unwrap_or_default());
+                        for part in parts {
+                            out.push_str("%20");
+                            out.push_str(part);
+                        }
+                    }
+                }
                 None => {
                     return Err(format!(
                         "the route token {{{token}}} has no value; give it one with .path_param(\"{token}\", …)"
@@ -511,7 +520,7 @@ impl PendingRequest {
         }
         let path = fill_route(&route, &builder.path_params).map_err(|m| failures.invalid(m))?;
         let (base, mut url) = match url::Url::parse(&path) {
-            Ok(absolute) if absolute.has_host() => (absolute.clone(), absolute),
+            Ok(absolute) if absolute.has_host() => (Cow::Owned(absolute.clone()), absolute),
             _ => {
                 let base = client.base_for(&ctx).await.map_err(|e| failures.fail(e))?;
                 let url = join_path(&base, &path).map_err(|e| {
@@ -569,10 +578,7 @@ impl PendingRequest {
         });
         let limit = settings.responses.max_response_body_bytes;
 
-        let mut request = client
-            .client
-            .request(method.clone(), url.clone())
-            .headers(headers);
+        let mut request = client.client.request(method.clone(), url).headers(headers);
         let body = match builder.body {
             Some(Body::Bytes { bytes, content_type }) => {
                 request = request
@@ -603,10 +609,11 @@ impl PendingRequest {
             .with(semconv::URL_FULL, &shown_url)
             .with(semconv::KIT_CLIENT, &client.target)
             .with(semconv::KIT_REQUEST_HEADER_COUNT, request.headers().len());
-        if let Some(host) = url.host_str() {
+        // The request owns the URL now: moved, not copied, into it.
+        if let Some(host) = request.url().host_str() {
             start_attributes.push(semconv::SERVER_ADDRESS, host);
         }
-        if let Some(port) = url.port_or_known_default() {
+        if let Some(port) = request.url().port_or_known_default() {
             start_attributes.push(semconv::SERVER_PORT, port);
         }
         if let Some(kind) = &auth_kind {
@@ -954,6 +961,11 @@ mod tests {
         assert_eq!(
             fill_route("/x/{id}?q={id}", &params(&[("id", "1")])).unwrap(),
             "/x/1?q=1"
+        );
+        // A `+` in the value stays one; each space, alone or in a run, is `%20`.
+        assert_eq!(
+            fill_route("/s/{id}", &params(&[("id", " a+b  c é ")])).unwrap(),
+            "/s/%20a%2Bb%20%20c%20%C3%A9%20"
         );
     }
 
