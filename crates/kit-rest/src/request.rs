@@ -696,7 +696,7 @@ impl PendingRequest {
             .unwrap_or(0)
             .min(limit)
             .min(16 * 1024 * 1024);
-        let mut received = BytesMut::with_capacity(initial as usize);
+        let mut received = Received::default();
         // A running cap: never buffer past the limit, whatever Content-Length said.
         loop {
             match response.chunk().await {
@@ -704,7 +704,7 @@ impl PendingRequest {
                     if received.len() as u64 + chunk.len() as u64 > limit {
                         return Err(end_with_failure(operation, "body_too_large", too_large()));
                     }
-                    received.extend_from_slice(&chunk);
+                    received.push(chunk, initial as usize);
                 }
                 Ok(None) => break,
                 Err(e) => {
@@ -777,6 +777,52 @@ impl PendingRequest {
             Attributes::new().with(semconv::HTTP_RESPONSE_STATUS_CODE, status.as_u16()),
         );
         Ok(RestResponse::new(ctx, info, raw, elapsed))
+    }
+}
+
+/// A response body as it arrives: a body that comes in one chunk (most of them) is kept as
+/// that chunk, not copied; one in several is gathered into one buffer.
+#[derive(Default)]
+enum Received {
+    #[default]
+    Nothing,
+    One(Bytes),
+    Gathered(BytesMut),
+}
+
+impl Received {
+    fn len(&self) -> usize {
+        match self {
+            Received::Nothing => 0,
+            Received::One(bytes) => bytes.len(),
+            Received::Gathered(buffer) => buffer.len(),
+        }
+    }
+
+    /// Adds `chunk`; `expected` is what Content-Length promised (capped), the buffer's size
+    /// when a second chunk comes.
+    fn push(&mut self, chunk: Bytes, expected: usize) {
+        match std::mem::take(self) {
+            Received::Nothing => *self = Received::One(chunk),
+            Received::One(first) => {
+                let mut buffer = BytesMut::with_capacity(expected.max(first.len() + chunk.len()));
+                buffer.extend_from_slice(&first);
+                buffer.extend_from_slice(&chunk);
+                *self = Received::Gathered(buffer);
+            }
+            Received::Gathered(mut buffer) => {
+                buffer.extend_from_slice(&chunk);
+                *self = Received::Gathered(buffer);
+            }
+        }
+    }
+
+    fn freeze(self) -> Bytes {
+        match self {
+            Received::Nothing => Bytes::new(),
+            Received::One(bytes) => bytes,
+            Received::Gathered(buffer) => buffer.freeze(),
+        }
     }
 }
 
@@ -967,6 +1013,23 @@ mod tests {
             fill_route("/s/{id}", &params(&[("id", " a+b  c é ")])).unwrap(),
             "/s/%20a%2Bb%20%20c%20%C3%A9%20"
         );
+    }
+
+    #[test]
+    fn a_body_in_one_chunk_is_kept_and_one_in_several_gathered_in_order() {
+        assert_eq!(Received::default().freeze(), Bytes::new());
+        let chunk = Bytes::from_static(b"{\"id\":7}");
+        let mut one = Received::default();
+        one.push(chunk.clone(), 0);
+        let kept = one.freeze();
+        assert_eq!(kept, chunk);
+        assert_eq!(kept.as_ptr(), chunk.as_ptr(), "one chunk is not copied");
+        let mut several = Received::default();
+        for (i, piece) in ["ab", "", "cde", "f"].into_iter().enumerate() {
+            several.push(Bytes::from_static(piece.as_bytes()), 4);
+            assert_eq!(several.len(), ["ab", "", "cde", "f"][..=i].concat().len());
+        }
+        assert_eq!(several.freeze(), "abcdef");
     }
 
     #[test]
