@@ -236,14 +236,18 @@ pub fn push_member(path: &mut String, name: &str) {
 /// `path` and the array index `index`: `$.lines` and 2 make `$.lines[2]` (without `format!`,
 /// which cost a shape assertion more than matching an array's element).
 pub(crate) fn index_path(path: &str, index: usize) -> String {
-    let mut digits = itoa::Buffer::new();
-    let digits = digits.format(index);
-    let mut out = String::with_capacity(path.len() + 2 + digits.len());
+    let mut out = String::with_capacity(path.len() + 8);
     out.push_str(path);
-    out.push('[');
-    out.push_str(digits);
-    out.push(']');
+    push_index(&mut out, index);
     out
+}
+
+/// Appends `[index]` to `path`.
+pub(crate) fn push_index(path: &mut String, index: usize) {
+    let mut digits = itoa::Buffer::new();
+    path.push('[');
+    path.push_str(digits.format(index));
+    path.push(']');
 }
 
 /// The path with every array index folded to `[]`: `$.lines[0].sku` becomes `$.lines[].sku`,

@@ -338,17 +338,29 @@ impl Walk<'_> {
     /// `path` mismatched; false at the first mismatch, leaving the report incomplete (the
     /// caller starts again on a `Value`, which reports every mismatch). Each step mirrors
     /// `node_inner`, so a match records the paths, in the order, that it records.
-    fn doc_node(&mut self, path: &str, shape: &Value, actual: &Node<'_>) -> bool {
+    ///
+    /// `path` is one buffer for the whole walk: each member or element is pushed onto it and
+    /// cut off again, so a walk allocates only the paths it records.
+    fn doc_node(&mut self, path: &mut String, shape: &Value, actual: &Node<'_>) -> bool {
         if !self.doc_node_inner(path, shape, actual) {
             return false;
         }
         if path != "$" {
-            self.report.matched.push(path.to_owned());
+            self.report.matched.push(path.clone());
         }
         true
     }
 
-    fn doc_node_inner(&mut self, path: &str, shape: &Value, actual: &Node<'_>) -> bool {
+    /// [`doc_node`](Self::doc_node) on `path` with `[index]` pushed, and cut off again.
+    fn doc_element(&mut self, path: &mut String, index: usize, shape: &Value, actual: &Node<'_>) -> bool {
+        let len = path.len();
+        super::path::push_index(path, index);
+        let matched = self.doc_node(path, shape, actual);
+        path.truncate(len);
+        matched
+    }
+
+    fn doc_node_inner(&mut self, path: &mut String, shape: &Value, actual: &Node<'_>) -> bool {
         if let Some(matcher) = self.matchers.get(shape) {
             // The common matchers read the tree as `matcher` reads a `Value`; the others read
             // a `Value`, made of this one value (most often a scalar).
@@ -361,7 +373,7 @@ impl Walk<'_> {
                     return items
                         .iter()
                         .enumerate()
-                        .all(|(i, item)| self.doc_node(&super::path::index_path(path, i), shape, item));
+                        .all(|(i, item)| self.doc_element(path, i, shape, item));
                 }
                 (Ok(MatcherKind::NotNull), _) => return !matches!(actual, Node::Null),
                 (Ok(MatcherKind::AnyString), _) => return matches!(actual, Node::Str(_)),
@@ -394,7 +406,7 @@ impl Walk<'_> {
         match (shape, actual) {
             (Value::Object(expected), Node::Object(got)) => {
                 let index = (got.len() > LONGEST_SCANNED_OBJECT).then(|| doc::MemberIndex::new(got));
-                let mut member_path = String::with_capacity(path.len() + 16);
+                let len = path.len();
                 for (name, member_shape) in expected {
                     let absent = self
                         .matchers
@@ -404,10 +416,10 @@ impl Walk<'_> {
                         // A member the shape wants absent is there: a mismatch.
                         Some(_) if absent => return false,
                         Some((actual_name, value)) => {
-                            member_path.clear();
-                            member_path.push_str(path);
-                            push_member(&mut member_path, actual_name);
-                            if !self.doc_node(&member_path, member_shape, value) {
+                            push_member(path, actual_name);
+                            let matched = self.doc_node(path, member_shape, value);
+                            path.truncate(len);
+                            if !matched {
                                 return false;
                             }
                         }
@@ -423,9 +435,7 @@ impl Walk<'_> {
                         .iter()
                         .zip(got)
                         .enumerate()
-                        .all(|(i, (item_shape, item))| {
-                            self.doc_node(&super::path::index_path(path, i), item_shape, item)
-                        })
+                        .all(|(i, (item_shape, item))| self.doc_element(path, i, item_shape, item))
             }
             (Value::Number(x), Node::Number(y)) => numbers_equal(x, y),
             (Value::String(x), Node::Str(y)) => x == y,
@@ -438,7 +448,7 @@ impl Walk<'_> {
     /// Whether `actual` matches `shape`, without recording anything (`dry_run` on a tree).
     fn doc_dry_run(&self, shape: &Value, actual: &Node<'_>) -> bool {
         let mut probe = self.probe();
-        probe.doc_node_inner("$", shape, actual) && probe.report.mismatches.is_empty()
+        probe.doc_node_inner(&mut String::from("$"), shape, actual) && probe.report.mismatches.is_empty()
     }
 
     /// `find_member` on a document tree's object (`index` is given for a large one).
@@ -746,7 +756,9 @@ impl PreparedShape {
             report: ShapeReport::with_room_for(self.paths_last_time.get()),
             matchers: Rc::clone(&self.matchers),
         };
-        let matched = walk.doc_node("$", &self.shape, &document);
+        let mut path = String::with_capacity(64);
+        path.push('$');
+        let matched = walk.doc_node(&mut path, &self.shape, &document);
         Ok(matched.then(|| self.remember_paths(walk.report)))
     }
 }
