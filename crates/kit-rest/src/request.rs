@@ -781,7 +781,9 @@ impl PendingRequest {
 }
 
 /// A response body as it arrives: a body that comes in one chunk (most of them) is kept as
-/// that chunk, not copied; one in several is gathered into one buffer.
+/// that chunk, not copied; one in several is gathered into one buffer. A kept chunk may share
+/// the allocation hyper read it into, as reqwest's own `bytes()` keeps it; that lives as long
+/// as the response.
 #[derive(Default)]
 enum Received {
     #[default]
