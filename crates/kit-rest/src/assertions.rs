@@ -123,24 +123,21 @@ impl StdError for RestAssertionError {
 
 /// `201 Created`, or the code alone.
 pub(crate) fn status_text(status: StatusCode) -> String {
-    let reason = status.canonical_reason();
-    let mut text = String::with_capacity(4 + reason.map_or(0, str::len));
-    crate::request::push_decimal(&mut text, u32::from(status.as_u16()));
-    if let Some(reason) = reason {
-        text.push(' ');
-        text.push_str(reason);
-    }
-    text
+    status_text_after("", status)
 }
 
 /// `status 201 Created`, or `not status 201 Created`, built in one allocation: a passing status
 /// assertion is on every request's path.
 fn status_display(expected: StatusCode, negated: bool) -> String {
-    let prefix = if negated { "not status " } else { "status " };
-    let reason = expected.canonical_reason();
+    status_text_after(if negated { "not status " } else { "status " }, expected)
+}
+
+/// `prefix`, then the status as [`status_text`] writes it, in one `String` of the right size.
+fn status_text_after(prefix: &str, status: StatusCode) -> String {
+    let reason = status.canonical_reason();
     let mut text = String::with_capacity(prefix.len() + 4 + reason.map_or(0, str::len));
     text.push_str(prefix);
-    crate::request::push_decimal(&mut text, u32::from(expected.as_u16()));
+    crate::request::push_decimal(&mut text, u32::from(status.as_u16()));
     if let Some(reason) = reason {
         text.push(' ');
         text.push_str(reason);

@@ -804,18 +804,15 @@ impl Received {
     /// Adds `chunk`; `expected` is what Content-Length promised (capped), the buffer's size
     /// when a second chunk comes.
     fn push(&mut self, chunk: Bytes, expected: usize) {
-        match std::mem::take(self) {
+        match self {
             Received::Nothing => *self = Received::One(chunk),
             Received::One(first) => {
                 let mut buffer = BytesMut::with_capacity(expected.max(first.len() + chunk.len()));
-                buffer.extend_from_slice(&first);
+                buffer.extend_from_slice(first);
                 buffer.extend_from_slice(&chunk);
                 *self = Received::Gathered(buffer);
             }
-            Received::Gathered(mut buffer) => {
-                buffer.extend_from_slice(&chunk);
-                *self = Received::Gathered(buffer);
-            }
+            Received::Gathered(buffer) => buffer.extend_from_slice(&chunk),
         }
     }
 
