@@ -123,6 +123,17 @@ fn failure(f: impl FnOnce()) -> String {
     panic!("not a kit failure: {}", kit_core::panic_message(&*payload));
 }
 
+/// The operations named `name` that `events` start, in order.
+fn started<'e>(events: &'e [Event], name: &str) -> Vec<&'e OperationStarted> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::OperationStarted(op) if op.name == name => Some(op),
+            _ => None,
+        })
+        .collect()
+}
+
 fn snapshot(name: &str, message: &str) {
     insta::with_settings!({
         filters => vec![
@@ -156,20 +167,18 @@ async fn have_http_status_holds_and_fails_with_the_body() {
     // Passing and failing, each assertion records its display and both codes as numbers.
     // Display, expected, actual, held.
     type Recorded = (String, Option<i64>, Option<i64>, Option<bool>);
-    let recorded: Vec<Recorded> = f
-        .recording
-        .events_of(ctx.test_id())
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::OperationStarted(op) if op.name == semconv::OP_ASSERT_STATUS => Some((
+    let events = f.recording.events_of(ctx.test_id());
+    let recorded: Vec<Recorded> = started(&events, semconv::OP_ASSERT_STATUS)
+        .into_iter()
+        .map(|op| {
+            (
                 op.display_name.clone(),
                 op.attributes.get_i64(semconv::ASSERTION_EXPECTED),
                 op.attributes.get_i64(semconv::ASSERTION_ACTUAL),
                 op.attributes
                     .get(semconv::ASSERTION_RESULT)
                     .and_then(AttributeValue::as_bool),
-            )),
-            _ => None,
+            )
         })
         .collect();
     assert_eq!(
@@ -475,17 +484,8 @@ async fn a_seven_mismatch_shape_failure_lists_them_all_with_paths() {
     assert!(mismatch.matched_properties.contains(&"$.lines[0].sku".to_owned()));
     // The bus delivers on its own thread: what the collector holds is complete once flushed.
     ctx.flush().unwrap();
-    let shape_op = f
-        .recording
-        .events_of(ctx.test_id())
-        .into_iter()
-        .find_map(|e| match e.kind {
-            EventKind::OperationStarted(op) if op.name == semconv::OP_ASSERT_JSON_SHAPE => {
-                Some(op.attributes)
-            }
-            _ => None,
-        })
-        .unwrap();
+    let events = f.recording.events_of(ctx.test_id());
+    let shape_op = &started(&events, semconv::OP_ASSERT_JSON_SHAPE)[0].attributes;
     assert_eq!(
         shape_op
             .get(semconv::ASSERTION_RESULT)
@@ -614,13 +614,7 @@ async fn a_request_with_a_status_and_a_shape_assertion_is_one_tree() {
     );
     assert_eq!(contract.get_i64(semconv::HTTP_RESPONSE_STATUS_CODE), Some(200));
     assert_eq!(contract.get_str(semconv::HTTP_ROUTE), Some("/order"));
-    let status = events
-        .iter()
-        .find_map(|e| match &e.kind {
-            EventKind::OperationStarted(op) if op.name == semconv::OP_ASSERT_STATUS => Some(op.clone()),
-            _ => None,
-        })
-        .unwrap();
+    let status = started(&events, semconv::OP_ASSERT_STATUS)[0];
     // The codes are numbers, as a failing status assertion records them.
     assert_eq!(status.attributes.get_i64(semconv::ASSERTION_EXPECTED), Some(200));
     assert_eq!(status.attributes.get_i64(semconv::ASSERTION_ACTUAL), Some(200));
@@ -644,13 +638,7 @@ async fn negated_assertions_are_marked_and_repeated_shapes_numbered() {
         .match_shape(json!({}));
     ctx.finish(TestOutcome::Passed).unwrap();
     let events = f.recording.events_of(ctx.test_id());
-    let negated = events
-        .iter()
-        .find_map(|e| match &e.kind {
-            EventKind::OperationStarted(op) if op.name == semconv::OP_ASSERT_STATUS => Some(op),
-            _ => None,
-        })
-        .unwrap();
+    let negated = started(&events, semconv::OP_ASSERT_STATUS)[0];
     assert_eq!(negated.display_name, "not status 404 Not Found");
     assert_eq!(negated.attributes.get_i64(semconv::ASSERTION_EXPECTED), Some(404));
     assert_eq!(negated.attributes.get_i64(semconv::ASSERTION_ACTUAL), Some(200));
