@@ -390,10 +390,12 @@ impl Walk<'_> {
                 }
                 (Ok(MatcherKind::ArrayContaining { items }), Node::Array(elements)) => {
                     // As `matcher` does: each item takes the first element left that it matches.
+                    // The probes share one path buffer: items × elements of them may run.
                     let mut used = vec![false; elements.len()];
+                    let mut probe_path = String::from("$");
                     return items.iter().all(|item| {
-                        let found =
-                            (0..elements.len()).find(|&i| !used[i] && self.doc_dry_run(item, &elements[i]));
+                        let found = (0..elements.len())
+                            .find(|&i| !used[i] && self.doc_dry_run(&mut probe_path, item, &elements[i]));
                         found.inspect(|&i| used[i] = true).is_some()
                     });
                 }
@@ -446,9 +448,10 @@ impl Walk<'_> {
     }
 
     /// Whether `actual` matches `shape`, without recording anything (`dry_run` on a tree).
-    fn doc_dry_run(&self, shape: &Value, actual: &Node<'_>) -> bool {
+    /// `path` is a scratch buffer holding `$`; the walk leaves it as it found it.
+    fn doc_dry_run(&self, path: &mut String, shape: &Value, actual: &Node<'_>) -> bool {
         let mut probe = self.probe();
-        probe.doc_node_inner(&mut String::from("$"), shape, actual) && probe.report.mismatches.is_empty()
+        probe.doc_node_inner(path, shape, actual) && probe.report.mismatches.is_empty()
     }
 
     /// `find_member` on a document tree's object (`index` is given for a large one).
