@@ -233,16 +233,8 @@ pub fn push_member(path: &mut String, name: &str) {
     }
 }
 
-/// `path` and the array index `index`: `$.lines` and 2 make `$.lines[2]` (without `format!`,
-/// which cost a shape assertion more than matching an array's element).
-pub(crate) fn index_path(path: &str, index: usize) -> String {
-    let mut out = String::with_capacity(path.len() + 8);
-    out.push_str(path);
-    push_index(&mut out, index);
-    out
-}
-
-/// Appends `[index]` to `path`.
+/// Appends `[index]` to `path`: `$.lines` and 2 make `$.lines[2]` (without `format!`, which
+/// cost a shape assertion more than matching an array's element).
 pub(crate) fn push_index(path: &mut String, index: usize) {
     let mut digits = itoa::Buffer::new();
     path.push('[');
@@ -312,7 +304,9 @@ mod tests {
     #[test]
     fn an_index_path_is_the_path_and_the_index_in_brackets() {
         for (path, index) in [("$", 0), ("$.lines", 7), (r#"$["a b"]"#, 10), ("$.x", usize::MAX)] {
-            assert_eq!(index_path(path, index), format!("{path}[{index}]"));
+            let mut pushed = path.to_owned();
+            push_index(&mut pushed, index);
+            assert_eq!(pushed, format!("{path}[{index}]"));
         }
     }
 

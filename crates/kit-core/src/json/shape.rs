@@ -304,8 +304,13 @@ impl Walk<'_> {
                         format!("{} item(s)", got.len()),
                     );
                 }
+                // One buffer for the items' paths, as for an object's members.
+                let mut item_path = String::with_capacity(path.len() + 8);
                 for (i, (item_shape, item)) in expected.iter().zip(got).enumerate() {
-                    self.node(&super::path::index_path(path, i), item_shape, item);
+                    item_path.clear();
+                    item_path.push_str(path);
+                    super::path::push_index(&mut item_path, i);
+                    self.node(&item_path, item_shape, item);
                 }
             }
             (Value::Number(x), Value::Number(y)) => {
@@ -559,8 +564,12 @@ impl Walk<'_> {
                 let Value::Array(elements) = actual else {
                     return fail(self, "expected an array");
                 };
+                let mut element_path = String::with_capacity(path.len() + 8);
                 for (i, element) in elements.iter().enumerate() {
-                    self.node(&super::path::index_path(path, i), shape, element);
+                    element_path.clear();
+                    element_path.push_str(path);
+                    super::path::push_index(&mut element_path, i);
+                    self.node(&element_path, shape, element);
                 }
                 return;
             }
