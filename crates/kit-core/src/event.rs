@@ -492,6 +492,7 @@ fn wyrand(state: &mut u64) -> u64 {
 
 mod json_line;
 mod line_reader;
+pub(crate) use json_line::escape as write_json_string;
 mod v7;
 
 // === the envelope ===

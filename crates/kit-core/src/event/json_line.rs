@@ -279,7 +279,7 @@ fn string(out: &mut Vec<u8>, text: &str) {
 /// attachment): escaping was a tenth of the dispatcher's samples at 32 in flight. On the
 /// bench's 420-byte body and four short strings, timed side by side in one process (five
 /// rounds): 373–437 ns with a rescan after each escape, 341–393 ns so.
-fn escape(out: &mut Vec<u8>, text: &str) {
+pub(crate) fn escape(out: &mut Vec<u8>, text: &str) {
     let bytes = text.as_bytes();
     out.reserve(bytes.len() + 2);
     out.push(b'"');

@@ -229,7 +229,15 @@ pub fn push_member(path: &mut String, name: &str) {
         path.push('.');
         path.push_str(name);
     } else {
-        path.push_str(&format!("[{}]", serde_json::Value::String(name.to_owned())));
+        // `["name"]`, escaped as serde_json escapes a string, in the path's own buffer: a
+        // body's traffic coverage quotes every such name it reads (`@odata.etag`, `a b`).
+        let mut bytes = std::mem::take(path).into_bytes();
+        bytes.push(b'[');
+        crate::event::write_json_string(&mut bytes, name);
+        bytes.push(b']');
+        // Escaping writes ASCII around whole characters, so the bytes stay UTF-8.
+        *path =
+            String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
     }
 }
 
@@ -432,6 +440,24 @@ mod tests {
             let mut path = String::from("$");
             push_member(&mut path, name);
             assert_eq!(path, written, "{name:?}");
+        }
+    }
+
+    proptest::proptest! {
+        /// A quoted name is written as serde_json writes the name as a string, control
+        /// characters, quotes, backslashes and every other character alike.
+        #[test]
+        fn a_member_is_quoted_as_serde_json_quotes_it(name in "\\PC{0,24}|[\\x00-\\x7f]{0,24}") {
+            let mut path = String::from("$.a");
+            push_member(&mut path, &name);
+            let plain = !name.is_empty()
+                && name.chars().all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '@' | '$'));
+            let expected = if plain {
+                format!("$.a.{name}")
+            } else {
+                format!("$.a[{}]", serde_json::Value::String(name.clone()))
+            };
+            proptest::prop_assert_eq!(path, expected);
         }
     }
 }
