@@ -23,8 +23,9 @@
 //!   the runner did until issue 9's sixty-fifth stop.
 //!
 //! Prints, over all rounds, each side's wall time a test, the kit's over raw's (as a rate,
-//! raw/kit, and as microseconds a test more), for the kit sides how long a test's body took,
-//! its runtime to drop and its end to become durable, and the CPU time the bus's dispatcher used a
+//! raw/kit, and as microseconds a test more), how long a test's body took and its runtime to
+//! drop, for the kit sides its end to become durable, the rest of the wall time (the test's
+//! thread, its runtime's making, a kit test's start), and the CPU time the bus's dispatcher used a
 //! test while each side ran (on the raw side: the kit's dispatcher finishing the slice before).
 //!
 //! `cargo bench -p kit-rest --bench per_test`. Sizes: `KIT_BENCH_ROUNDS` (default 5),
@@ -63,11 +64,13 @@ fn on_its_own_thread<T: Send + 'static>(test: impl FnOnce() -> T + Send + 'stati
         .unwrap()
 }
 
-/// One raw test of `requests` requests.
-fn raw_test(tls: &rustls::ClientConfig, url: &str, first: u64, requests: u64) {
+/// One raw test of `requests` requests; its body and its runtime's drop timed as a kit test's
+/// are, so that the two compare step by step (it has no end to wait for).
+fn raw_test(tls: &rustls::ClientConfig, url: &str, first: u64, requests: u64) -> End {
     let (tls, url) = (tls.clone(), url.to_owned());
     on_its_own_thread(move || {
         let runtime = runtime();
+        let running = Instant::now();
         runtime.block_on(async {
             let client = reqwest::Client::builder()
                 .cookie_store(true)
@@ -82,11 +85,19 @@ fn raw_test(tls: &rustls::ClientConfig, url: &str, first: u64, requests: u64) {
                 black_box(serde_json::from_slice::<Value>(&bytes).unwrap());
             }
         });
+        let body = running.elapsed();
+        let dropping = Instant::now();
         drop(runtime);
-    });
+        End {
+            body,
+            drop: dropping.elapsed(),
+            finish: Duration::ZERO,
+        }
+    })
 }
 
-/// What a kit test's end took: its runtime's drop and the wait for its end to be durable.
+/// What a test's steps took: its body on its runtime, the runtime's drop, and (a kit test's)
+/// the wait for its end to be durable.
 #[derive(Default, Clone, Copy)]
 struct End {
     body: Duration,
@@ -207,7 +218,7 @@ fn main() {
     // Warm up every side: the first connections, the shape's preparation, the allocator.
     let mut id = 0;
     for _ in 0..20 {
-        raw_test(&tls, &url, id, per_test);
+        let _ = raw_test(&tls, &url, id, per_test);
         kit_test(&run, &shape, id, per_test, true);
         kit_test(&run, &shape, id, per_test, false);
         id += per_test;
@@ -241,15 +252,15 @@ fn main() {
                                 let mut end = End::default();
                                 for k in 0..count as u64 {
                                     let at = first + k * per_test;
-                                    match side {
+                                    let e = match side {
                                         Side::Raw => raw_test(tls, url, at, per_test),
                                         Side::Kit | Side::KitNoEarlyWake => {
-                                            let e = kit_test(run, shape, at, per_test, side == Side::Kit);
-                                            end.body += e.body;
-                                            end.drop += e.drop;
-                                            end.finish += e.finish;
+                                            kit_test(run, shape, at, per_test, side == Side::Kit)
                                         }
-                                    }
+                                    };
+                                    end.body += e.body;
+                                    end.drop += e.drop;
+                                    end.finish += e.finish;
                                 }
                                 end
                             })
@@ -285,19 +296,32 @@ fn main() {
         stats.published, stats.dispatched, stats.announced
     );
     println!(
-        "{:<20} {:>10} {:>9} {:>12} {:>8} {:>8} {:>10} {:>14}",
-        "side", "µs a test", "raw/side", "µs over raw", "body µs", "drop µs", "finish µs", "dispatcher µs"
+        "{:<20} {:>10} {:>9} {:>12} {:>8} {:>8} {:>10} {:>8} {:>14}",
+        "side",
+        "µs a test",
+        "raw/side",
+        "µs over raw",
+        "body µs",
+        "drop µs",
+        "finish µs",
+        "rest µs",
+        "dispatcher µs"
     );
     let raw = totals[0].per_test(totals[0].wall);
     for (side, t) in SIDES.iter().zip(&totals) {
         let wall = t.per_test(t.wall);
-        let [body, drop, finish] = if *side == Side::Raw {
-            ["-".to_owned(), "-".to_owned(), "-".to_owned()]
+        let [body, drop] = [t.body, t.drop].map(|d| t.per_test(d));
+        let finish = t.per_test(t.finish);
+        // What lies outside the three: the test's thread started and joined, its runtime built,
+        // and a kit test's start recorded.
+        let rest = wall - body - drop - finish;
+        let finish = if *side == Side::Raw {
+            "-".to_owned()
         } else {
-            [t.body, t.drop, t.finish].map(|d| format!("{:.1}", t.per_test(d)))
+            format!("{finish:.1}")
         };
         println!(
-            "{:<20} {:>10.1} {:>9.3} {:>12.1} {:>8} {:>8} {:>10} {:>14.1}",
+            "{:<20} {:>10.1} {:>9.3} {:>12.1} {:>8.1} {:>8.1} {:>10} {:>8.1} {:>14.1}",
             side.name(),
             wall,
             raw / wall,
@@ -305,6 +329,7 @@ fn main() {
             body,
             drop,
             finish,
+            rest,
             t.per_test(t.dispatcher)
         );
     }
