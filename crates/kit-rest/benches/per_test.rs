@@ -25,8 +25,9 @@
 //! Prints, over all rounds, each side's wall time a test, the kit's over raw's (as a rate,
 //! raw/kit, and as microseconds a test more), how long a test's body took and its runtime to
 //! drop, for the kit sides its end to become durable, the rest of the wall time (the test's
-//! thread, its runtime's making, a kit test's start), and the CPU time the bus's dispatcher used a
-//! test while each side ran (on the raw side: the kit's dispatcher finishing the slice before).
+//! thread, its runtime's making, a kit test's start; one test at a time only), and the CPU time
+//! the bus's dispatcher used a test while each side ran (on the raw side: the kit's dispatcher
+//! finishing the slice before).
 //!
 //! `cargo bench -p kit-rest --bench per_test`. Sizes: `KIT_BENCH_ROUNDS` (default 5),
 //! `KIT_BENCH_TESTS` (tests a side a round, default 400), `KIT_BENCH_PER_TEST` (requests a
@@ -313,15 +314,20 @@ fn main() {
         let [body, drop] = [t.body, t.drop].map(|d| t.per_test(d));
         let finish = t.per_test(t.finish);
         // What lies outside the three: the test's thread started and joined, its runtime built,
-        // and a kit test's start recorded.
-        let rest = wall - body - drop - finish;
+        // and a kit test's start recorded. With tests in parallel the wall time a test is a
+        // rate and the steps are latencies, so the difference means nothing.
+        let rest = if parallel == 1 {
+            format!("{:.1}", wall - body - drop - finish)
+        } else {
+            "-".to_owned()
+        };
         let finish = if *side == Side::Raw {
             "-".to_owned()
         } else {
             format!("{finish:.1}")
         };
         println!(
-            "{:<20} {:>10.1} {:>9.3} {:>12.1} {:>8.1} {:>8.1} {:>10} {:>8.1} {:>14.1}",
+            "{:<20} {:>10.1} {:>9.3} {:>12.1} {:>8.1} {:>8.1} {:>10} {:>8} {:>14.1}",
             side.name(),
             wall,
             raw / wall,
