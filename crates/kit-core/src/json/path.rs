@@ -241,6 +241,15 @@ pub fn push_member(path: &mut String, name: &str) {
     }
 }
 
+/// `path` and `[index]`, written over `buffer` and returned: one buffer serves every element
+/// of an array, where a `String` an element cost a shape assertion an allocation each.
+pub(crate) fn index_path_in<'b>(buffer: &'b mut String, path: &str, index: usize) -> &'b str {
+    buffer.clear();
+    buffer.push_str(path);
+    push_index(buffer, index);
+    buffer
+}
+
 /// Appends `[index]` to `path`: `$.lines` and 2 make `$.lines[2]` (without `format!`, which
 /// cost a shape assertion more than matching an array's element).
 pub(crate) fn push_index(path: &mut String, index: usize) {
@@ -315,6 +324,12 @@ mod tests {
             let mut pushed = path.to_owned();
             push_index(&mut pushed, index);
             assert_eq!(pushed, format!("{path}[{index}]"));
+            // Over a buffer that held anything before.
+            let mut buffer = String::from("$.previous[99]");
+            assert_eq!(
+                index_path_in(&mut buffer, path, index),
+                format!("{path}[{index}]")
+            );
         }
     }
 

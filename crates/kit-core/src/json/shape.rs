@@ -20,7 +20,7 @@ use serde_json::Value;
 use super::bind::same_name_in_any_case;
 use super::doc::{self, Node};
 use super::matchers::{Matcher, MatcherKind, is_rfc3339, is_uuid};
-use super::path::{kind, push_member};
+use super::path::{index_path_in, kind, push_member};
 
 /// How a shape is matched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -305,12 +305,9 @@ impl Walk<'_> {
                     );
                 }
                 // One buffer for the items' paths, as for an object's members.
-                let mut item_path = String::with_capacity(path.len() + 8);
+                let mut buffer = String::with_capacity(path.len() + 8);
                 for (i, (item_shape, item)) in expected.iter().zip(got).enumerate() {
-                    item_path.clear();
-                    item_path.push_str(path);
-                    super::path::push_index(&mut item_path, i);
-                    self.node(&item_path, item_shape, item);
+                    self.node(index_path_in(&mut buffer, path, i), item_shape, item);
                 }
             }
             (Value::Number(x), Value::Number(y)) => {
@@ -564,12 +561,9 @@ impl Walk<'_> {
                 let Value::Array(elements) = actual else {
                     return fail(self, "expected an array");
                 };
-                let mut element_path = String::with_capacity(path.len() + 8);
+                let mut buffer = String::with_capacity(path.len() + 8);
                 for (i, element) in elements.iter().enumerate() {
-                    element_path.clear();
-                    element_path.push_str(path);
-                    super::path::push_index(&mut element_path, i);
-                    self.node(&element_path, shape, element);
+                    self.node(index_path_in(&mut buffer, path, i), shape, element);
                 }
                 return;
             }
