@@ -9,6 +9,7 @@ use std::time::Instant;
 use bytes::{Bytes, BytesMut};
 use http::{HeaderMap, HeaderName, HeaderValue, Method};
 use kit_core::json::ShapeOptions;
+use kit_core::redact::RecordedBody;
 use kit_core::{
     Attachment, Attributes, KitExecutionContext, Observation, OperationStarted, OperationStatus, Sanitizer,
     Text, semconv,
@@ -630,8 +631,7 @@ impl PendingRequest {
         let shown_request_body = body
             .as_ref()
             .map(|(bytes, _)| sanitizer.recorded_body(request_content_type.as_deref(), bytes))
-            .filter(|b| !b.text.is_empty())
-            .map(SharedBody::from);
+            .filter(|b| !b.text.is_empty());
         if let Some((bytes, _)) = &body {
             start_attributes.push(semconv::HTTP_REQUEST_BODY_SIZE, bytes.len());
         }
@@ -724,8 +724,7 @@ impl PendingRequest {
             .get(http::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        let shown_response_body =
-            SharedBody::from(sanitizer.recorded_body(response_content_type.as_deref(), raw.body()));
+        let shown_response_body = sanitizer.recorded_body(response_content_type.as_deref(), raw.body());
         let mut attributes = Attributes::with_capacity(12)
             .with(semconv::HTTP_REQUEST_METHOD, method_text)
             .with(semconv::HTTP_ROUTE, &template)
@@ -825,25 +824,8 @@ impl Received {
     }
 }
 
-/// A body as recorded, its text shared by the event that carries it and its attachment.
-struct SharedBody {
-    /// The text, or the base64 of the bytes.
-    text: Arc<str>,
-    /// Whether `text` is base64 (the body was not UTF-8).
-    base64: bool,
-}
-
-impl From<kit_core::redact::RecordedBody> for SharedBody {
-    fn from(body: kit_core::redact::RecordedBody) -> Self {
-        SharedBody {
-            text: Arc::from(body.text),
-            base64: body.base64,
-        }
-    }
-}
-
 /// The body's bytes as recorded: the text itself (no copy), or what the base64 stands for.
-fn recorded_bytes(body: SharedBody) -> Arc<[u8]> {
+fn recorded_bytes(body: RecordedBody) -> Arc<[u8]> {
     if body.base64 {
         use base64::Engine as _;
         // The kit encoded it a moment ago: it decodes.

@@ -828,8 +828,9 @@ fn declared_kind(content_type: &str) -> Option<BodyKind> {
 /// A body as recorded by [`Sanitizer::recorded_body`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordedBody {
-    /// The text, or the base64 of the bytes.
-    pub text: String,
+    /// The text, or the base64 of the bytes: shared, as the event that carries it and the
+    /// attachment that keeps it hold the same text.
+    pub text: Arc<str>,
     /// Whether `text` is base64 (the body was not UTF-8).
     pub base64: bool,
 }
@@ -1001,7 +1002,7 @@ impl RecordedBody {
     /// Bytes that are not text, as recorded.
     fn base64(bytes: &[u8]) -> Self {
         RecordedBody {
-            text: base64::engine::general_purpose::STANDARD.encode(bytes),
+            text: base64::engine::general_purpose::STANDARD.encode(bytes).into(),
             base64: true,
         }
     }
@@ -1015,19 +1016,54 @@ pub fn truncate(mut text: String, max_chars: usize) -> String {
 
 /// [`truncate`] in place; whether it cut.
 fn cut(text: &mut String, max_chars: usize) -> bool {
-    // No more bytes than allowed characters: nothing to count.
-    if text.len() <= max_chars {
+    let Some((at, dropped)) = cut_point(text, max_chars) else {
         return false;
-    }
-    match text.char_indices().nth(max_chars) {
-        None => false,
-        Some((at, _)) => {
-            let dropped = text[at..].chars().count();
-            text.truncate(at);
-            text.push_str(&format!("... [{dropped} characters truncated]"));
-            true
+    };
+    text.truncate(at);
+    push_cut_marker(text, dropped);
+    true
+}
+
+/// [`cut`] over text that may be borrowed: only what is kept is copied, so a 1 MiB body
+/// cut at 64 KiB is not copied whole first.
+fn cut_shared(text: &mut Cow<'_, str>, max_chars: usize) -> bool {
+    let Some((at, dropped)) = cut_point(text, max_chars) else {
+        return false;
+    };
+    match text {
+        Cow::Owned(owned) => {
+            owned.truncate(at);
+            push_cut_marker(owned, dropped);
+        }
+        Cow::Borrowed(borrowed) => {
+            let mut kept = String::with_capacity(at + CUT_MARKER_ROOM);
+            kept.push_str(&borrowed[..at]);
+            push_cut_marker(&mut kept, dropped);
+            *text = Cow::Owned(kept);
         }
     }
+    true
+}
+
+/// Room for `... [N characters truncated]` with any `N`.
+const CUT_MARKER_ROOM: usize = "... [18446744073709551615 characters truncated]".len();
+
+/// Where `text` is cut to keep `max_chars` characters, and how many characters go; `None`
+/// when it is no longer than that.
+fn cut_point(text: &str, max_chars: usize) -> Option<(usize, usize)> {
+    // No more bytes than allowed characters: nothing to count.
+    if text.len() <= max_chars {
+        return None;
+    }
+    let (at, _) = text.char_indices().nth(max_chars)?;
+    Some((at, text[at..].chars().count()))
+}
+
+/// Appends the marker that says how many characters a cut dropped.
+fn push_cut_marker(text: &mut String, dropped: usize) {
+    text.push_str("... [");
+    text.push_str(itoa::Buffer::new().format(dropped));
+    text.push_str(" characters truncated]");
 }
 
 /// Redacts what the kit records. Cheap to clone.
@@ -1400,40 +1436,45 @@ impl Sanitizer {
     /// [`utf16_text`]) is read as such; other bytes that are not UTF-8 are replaced (U+FFFD).
     pub fn body(&self, content_type: Option<&str>, body: &[u8]) -> String {
         if let Some(utf16) = Utf16::of(content_type, body) {
-            return self.text_body(content_type, &utf16.decode(body));
+            return self.text_body(content_type, &utf16.decode(body)).into_owned();
         }
         match std::str::from_utf8(body) {
-            Ok(text) => self.text_body(content_type, text),
+            Ok(text) => self.text_body(content_type, text).into_owned(),
             // `from_utf8_lossy` walks valid text several times slower than `from_utf8`, so it
             // is kept for the bodies that need it.
-            Err(_) => self.text_body(content_type, &String::from_utf8_lossy(body)),
+            Err(_) => self
+                .text_body(content_type, &String::from_utf8_lossy(body))
+                .into_owned(),
         }
     }
 
-    /// [`body`](Self::body) for a body that is text already.
-    fn text_body(&self, content_type: Option<&str>, text: &str) -> String {
-        if text.is_empty() {
-            return String::new();
-        }
+    /// [`body`](Self::body) for a body that is text already: borrowed when nothing in it
+    /// changes, as in most bodies, so that its one copy is the one its caller keeps.
+    fn text_body<'t>(&self, content_type: Option<&str>, text: &'t str) -> Cow<'t, str> {
         if !self.redact {
-            return truncate(text.to_owned(), self.max_body_chars);
+            let mut kept = Cow::Borrowed(text);
+            cut_shared(&mut kept, self.max_body_chars);
+            return kept;
+        }
+        if text.is_empty() {
+            return Cow::Borrowed(text);
         }
         let kind = body_kind(content_type, text);
         let json = kind == BodyKind::Json;
         let redacted = self.structured_as(kind, text, 0);
         let mut replaced = match self.replace_known_and_forms(&redacted, json) {
-            Cow::Borrowed(_) => redacted.into_owned(),
-            Cow::Owned(replaced) => replaced,
+            Cow::Borrowed(_) => redacted,
+            Cow::Owned(replaced) => Cow::Owned(replaced),
         };
         // A cut can make a credential's form of what it keeps: the marker's dots end a JWT's
         // payload as an unsecured token's empty signature does (`eyJ….eyJ…... [9 characters
         // truncated]`), or lengthen a SendGrid key's run. What it makes is replaced; being 20
         // bytes or more, it is longer than `[REDACTED]` (a PEM key, which may be shorter,
         // cannot be made so: no dot is part of a key).
-        if cut(&mut replaced, self.max_body_chars)
+        if cut_shared(&mut replaced, self.max_body_chars)
             && let Cow::Owned(again) = self.replace_known_and_forms(&replaced, false)
         {
-            replaced = again;
+            replaced = Cow::Owned(again);
         }
         replaced
     }
@@ -1451,7 +1492,7 @@ impl Sanitizer {
         let utf16 = Utf16::of(content_type, body);
         if let (None, Ok(text)) = (utf16, std::str::from_utf8(body)) {
             return RecordedBody {
-                text: self.text_body(content_type, text),
+                text: Arc::from(&*self.text_body(content_type, text)),
                 base64: false,
             };
         }

@@ -1902,7 +1902,7 @@ fn decode(recorded: RecordedBody) -> Vec<u8> {
     use base64::Engine as _;
     assert!(recorded.base64);
     base64::engine::general_purpose::STANDARD
-        .decode(recorded.text)
+        .decode(recorded.text.as_bytes())
         .unwrap()
 }
 
@@ -2148,7 +2148,7 @@ fn a_body_of_text_in_utf_16_is_redacted_by_its_names() {
     assert_eq!(
         recorded,
         RecordedBody {
-            text: String::from_utf8(bytes).unwrap(),
+            text: String::from_utf8(bytes).unwrap().into(),
             base64: false
         }
     );
@@ -2184,7 +2184,7 @@ fn a_body_of_text_in_utf_16_is_redacted_by_its_names() {
         let kept = if recorded.base64 {
             decode(recorded)
         } else {
-            recorded.text.into_bytes()
+            recorded.text.as_bytes().to_vec()
         };
         let secret = utf16("hunter2-secret-pw", false, false);
         assert!(
@@ -2217,6 +2217,31 @@ fn rule_7_bodies_are_cut_with_the_exact_marker() {
     );
     assert_eq!(s.body(Some("text/plain"), b"short"), "short");
     assert_eq!(truncate("abc".into(), 0), "... [3 characters truncated]");
+}
+
+/// A body that nothing changes is recorded without a copy before its one copy into the
+/// event's text; a body over the cap is cut without being copied whole first. Both give what
+/// the owned cut gives, with redaction on and off.
+#[test]
+fn rule_7_a_borrowed_body_is_cut_as_an_owned_one() {
+    let body = "0123456789ééé";
+    let mut kept = Cow::Borrowed(body);
+    assert!(!cut_shared(&mut kept, 13));
+    assert!(matches!(kept, Cow::Borrowed(same) if same == body));
+    assert!(cut_shared(&mut kept, 11));
+    assert_eq!(kept, truncate(body.to_owned(), 11));
+    assert_eq!(kept, "0123456789é... [2 characters truncated]");
+
+    let mut options = KitHttpAttachmentOptions::default();
+    options.max_diagnostic_body_length = 11;
+    for redact in [true, false] {
+        options.redact_sensitive_data = redact;
+        let s = Sanitizer::new(&options, Arc::new(SecretRegistry::new()));
+        let recorded = s.recorded_body(Some("text/plain"), body.as_bytes());
+        assert_eq!(&*recorded.text, "0123456789é... [2 characters truncated]", "redact: {redact}");
+        assert_eq!(&*recorded.text, s.body(Some("text/plain"), body.as_bytes()));
+        assert!(!recorded.base64);
+    }
 }
 
 /// The marker's dots after a JWT's header and payload make the form of an unsecured token,
@@ -2444,6 +2469,23 @@ mod properties {
                 let _ = s.url(&String::from_utf8_lossy(input));
                 let _ = s.text(&String::from_utf8_lossy(input));
             }
+        }
+
+        /// The cut over borrowed text (`cut_shared`, which spares a long body its whole
+        /// copy) keeps what the cut over owned text keeps, and borrows when it does not cut.
+        #[test]
+        fn a_shared_cut_is_the_owned_cut(
+            text in "([a-z ]|é|€|𝄞){0,40}",
+            cap in 0usize..48,
+        ) {
+            let mut borrowed = Cow::Borrowed(text.as_str());
+            let mut owned: Cow<'_, str> = Cow::Owned(text.clone());
+            let cut_borrowed = cut_shared(&mut borrowed, cap);
+            prop_assert_eq!(cut_shared(&mut owned, cap), cut_borrowed);
+            let expected = truncate(text.clone(), cap);
+            prop_assert_eq!(&*borrowed, expected.as_str());
+            prop_assert_eq!(&*owned, expected.as_str());
+            prop_assert_eq!(cut_borrowed, matches!(borrowed, Cow::Owned(_)));
         }
 
         #[test]
