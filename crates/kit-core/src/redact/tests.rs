@@ -2238,7 +2238,10 @@ fn rule_7_a_borrowed_body_is_cut_as_an_owned_one() {
         options.redact_sensitive_data = redact;
         let s = Sanitizer::new(&options, Arc::new(SecretRegistry::new()));
         let recorded = s.recorded_body(Some("text/plain"), body.as_bytes());
-        assert_eq!(&*recorded.text, "0123456789é... [2 characters truncated]", "redact: {redact}");
+        assert_eq!(
+            &*recorded.text, "0123456789é... [2 characters truncated]",
+            "redact: {redact}"
+        );
         assert_eq!(&*recorded.text, s.body(Some("text/plain"), body.as_bytes()));
         assert!(!recorded.base64);
     }
