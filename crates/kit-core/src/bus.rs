@@ -42,7 +42,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError, bounded, unbounded};
 
 use crate::collector::{Collector, CollectorError};
-use crate::event::{AttachmentContent, AttributeValue, Attributes, Event, EventKind, TestId};
+use crate::event::{AttachmentContent, AttributeValue, Attributes, Event, EventKind};
 use crate::panic::panic_message;
 
 /// The bus failed to deliver or to complete a flush.
@@ -159,9 +159,8 @@ enum Message {
     FlushEnded(Sender<Vec<CollectorError>>),
     Register(Box<dyn Collector>),
     Shutdown(Sender<Vec<CollectorError>>),
-    /// The test's end, and so a flush, is coming soon: let the collectors prepare it, and
-    /// stay awake for it (see [`Bus::expect_flush`]).
-    Expect(TestId),
+    /// A flush is coming soon: stay awake for it (see [`Bus::expect_flush`]).
+    Expect,
 }
 
 /// Builds a [`Bus`].
@@ -711,29 +710,27 @@ impl Bus {
         wait_for(&answer, self.inner.flush_timeout, &self.inner.wake.closed)
     }
 
-    /// Tells the dispatcher that `test` is about to end, and so a flush is coming soon: it
-    /// wakes now, delivers what is queued, lets every collector prepare the test's commit
-    /// ([`Collector::end_expected`]), and stays awake, yielding its core, until a flush comes
-    /// or for at most 300 µs, instead of napping. The flush then waits neither for queued
-    /// events nor for a sleeping thread to wake (tens of microseconds on a virtual machine,
-    /// where an idle core is slow to wake), and finds part of its work done. The kit's runner
-    /// calls it when a test's body returns, before it drops the test's runtime, so that the
-    /// dispatcher works while the runtime drops. It pays only where such work lies between it
-    /// and the flush: made right before the flush, it woke the dispatcher to run beside the
-    /// test's last steps, and cost a test of ten requests some 2% in `kit-rest`'s `vs_reqwest`
-    /// bench.
+    /// Tells the dispatcher that a flush is coming soon: it wakes now, delivers what is
+    /// queued, and stays awake, yielding its core, until a flush comes or for at most 300 µs,
+    /// instead of napping. The flush then waits neither for queued events nor for a sleeping
+    /// thread to wake (tens of microseconds on a virtual machine, where an idle core is slow
+    /// to wake). The kit's runner calls it when a test's body returns, before it drops the
+    /// test's runtime, so that the dispatcher wakes while the runtime drops. It pays only where
+    /// such work lies between it and the flush: made right before the flush, it woke the
+    /// dispatcher to run beside the test's last steps, and cost a test of ten requests some
+    /// 2% in `kit-rest`'s `vs_reqwest` bench.
     ///
     /// ```
-    /// use kit_core::{Bus, RecordingCollector, TestId};
+    /// use kit_core::{Bus, RecordingCollector};
     ///
     /// let bus = Bus::builder().collector(RecordingCollector::new()).start();
-    /// bus.expect_flush(TestId::generate()).unwrap();
+    /// bus.expect_flush().unwrap();
     /// bus.flush_ended().unwrap();
     /// // The flush's answer comes after the dispatcher took the announcement up.
     /// assert_eq!(bus.stats().announced, 1);
     /// ```
-    pub fn expect_flush(&self, test: TestId) -> Result<(), BusError> {
-        self.inner.send_now(Message::Expect(test))
+    pub fn expect_flush(&self) -> Result<(), BusError> {
+        self.inner.send_now(Message::Expect)
     }
 
     /// Asks every collector to flush, after it has handled every event this thread published
@@ -1010,15 +1007,6 @@ impl Dispatcher<'_> {
         }
     }
 
-    fn end_expected(&mut self, test: TestId) {
-        for slot in &mut self.slots {
-            slot.guarded(&mut self.errors, |c| {
-                c.end_expected(test);
-                Ok(())
-            });
-        }
-    }
-
     /// Group commit: what is already queued behind a flush someone waits for joins it (events
     /// delivered, waiters gathered), and one flush of the collectors answers every waiter.
     /// Tests that end together then cost one archive commit, not one each. The group flushes
@@ -1100,10 +1088,8 @@ fn dispatch(
                 d.awake_until = None;
                 d.group_commit(reply, Scope::Ended);
             }
-            Message::Expect(test) => {
+            Message::Expect => {
                 d.stats.dispatched.announced.fetch_add(1, Ordering::Relaxed);
-                d.end_expected(test);
-                // Counted from now: the preparation is no part of the wait for the flush.
                 d.awake_until = Some(Instant::now() + EXPECT_AWAKE);
             }
             // Without a waiter, the errors wait for the next flush.
@@ -1941,7 +1927,7 @@ mod tests {
         let (spent, wake) = (Spent::default(), Wake::default());
         let sender = thread::spawn(move || {
             thread::sleep(Duration::from_millis(20));
-            tx.send(Message::Expect(TestId::generate())).unwrap();
+            tx.send(Message::Expect).unwrap();
             tx
         });
         // Never quiet for long enough to sleep for good: a message sent late, with no
@@ -1949,18 +1935,18 @@ mod tests {
         let mut quiet = Quiet::new(Duration::from_secs(3600), NAP);
         let until = Instant::now() + Duration::from_secs(60);
         let message = next_message(&rx, &spent, &wake, &mut quiet, None, Some(until));
-        assert!(matches!(message, Some(Message::Expect(_))));
+        assert!(matches!(message, Some(Message::Expect)));
         assert_eq!(quiet.naps, 0, "the dispatcher napped while a flush was announced");
 
         let tx = sender.join().unwrap();
         let sender = thread::spawn(move || {
             thread::sleep(Duration::from_millis(20));
-            tx.send(Message::Expect(TestId::generate())).unwrap();
+            tx.send(Message::Expect).unwrap();
             tx
         });
         let ran_out = Instant::now() - Duration::from_millis(1);
         let message = next_message(&rx, &spent, &wake, &mut quiet, None, Some(ran_out));
-        assert!(matches!(message, Some(Message::Expect(_))));
+        assert!(matches!(message, Some(Message::Expect)));
         assert!(quiet.naps > 0, "the dispatcher stayed up past the announcement");
         drop(sender.join().unwrap());
     }
@@ -1976,7 +1962,7 @@ mod tests {
             .start();
         let test = TestId::generate();
         bus.publish(event(test, 0)).unwrap();
-        bus.expect_flush(test).unwrap();
+        bus.expect_flush().unwrap();
         bus.publish(event(test, 1)).unwrap();
         bus.flush_ended().unwrap();
         assert_eq!(
@@ -1985,7 +1971,7 @@ mod tests {
         );
         assert_eq!(bus.stats().announced, 1);
 
-        bus.expect_flush(TestId::generate()).unwrap();
+        bus.expect_flush().unwrap();
         eventually(
             "the dispatcher asleep after an announcement no flush followed",
             || bus.inner.wake.sleeping.load(Ordering::SeqCst),
@@ -1994,55 +1980,12 @@ mod tests {
         eventually("delivery after the sleep", || recording.len() == 3);
     }
 
-    /// Logs the events it gets and the ends it is told to expect, in order.
-    struct EndLog(Arc<Mutex<Vec<String>>>);
-    impl Collector for EndLog {
-        fn on_event(&mut self, event: &Event) {
-            self.0.lock().unwrap().push(format!("event {}", event.sequence));
-        }
-        fn end_expected(&mut self, test: TestId) {
-            self.0.lock().unwrap().push(format!("end of {test}"));
-        }
-    }
-
-    /// Every collector hears of an announced end, after the events sent before it and before
-    /// the flush that follows; a collector that panics there is reported at that flush.
-    #[test]
-    fn an_announced_end_reaches_every_collector_between_the_events_around_it() {
-        struct Panics;
-        impl Collector for Panics {
-            fn on_event(&mut self, _: &Event) {}
-            fn end_expected(&mut self, _: TestId) {
-                panic!("no room to prepare");
-            }
-        }
-        let (first, second) = (Arc::new(Mutex::new(Vec::new())), Arc::new(Mutex::new(Vec::new())));
-        let bus = Bus::builder()
-            .collector(EndLog(Arc::clone(&first)))
-            .collector(Panics)
-            .collector(EndLog(Arc::clone(&second)))
-            .start();
-        let test = TestId::generate();
-        bus.publish(event(test, 0)).unwrap();
-        bus.publish(event(test, 1)).unwrap();
-        bus.expect_flush(test).unwrap();
-        bus.publish(event(test, 2)).unwrap();
-        let err = bus.flush_ended().unwrap_err();
-        assert!(err.to_string().contains("no room to prepare"), "{err}");
-        let expected = ["event 0", "event 1", &format!("end of {test}"), "event 2"];
-        assert_eq!(*first.lock().unwrap(), expected);
-        assert_eq!(*second.lock().unwrap(), expected);
-    }
-
     /// A shut bus refuses an announcement as it refuses a flush.
     #[test]
     fn a_shut_bus_refuses_an_announced_flush() {
         let bus = Bus::builder().collector(RecordingCollector::new()).start();
         bus.shutdown().unwrap();
-        assert!(matches!(
-            bus.expect_flush(TestId::generate()),
-            Err(BusError::Closed { lost: 0 })
-        ));
+        assert!(matches!(bus.expect_flush(), Err(BusError::Closed { lost: 0 })));
     }
 
     /// Holds the dispatcher on its first event, so what is sent meanwhile queues up.

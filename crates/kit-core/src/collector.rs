@@ -64,18 +64,6 @@ pub trait Collector: Send + 'static {
         self.flush()
     }
 
-    /// Test `test` announced its end
-    /// ([`KitExecutionContext::expect_finish`](crate::KitExecutionContext::expect_finish)): the
-    /// flush that makes it durable comes soon, and the dispatcher, which stays awake for that
-    /// flush, has nothing else to do until then. A collector that commits per test may do part
-    /// of that commit now, so that less is left while the test waits: the archive writer
-    /// compresses what the test wrote. Every event the test's thread sent before its
-    /// announcement has been handed to [`on_event`](Collector::on_event) first; more of the
-    /// test's may follow. Defaults to nothing.
-    fn end_expected(&mut self, test: TestId) {
-        let _ = test;
-    }
-
     /// A name for messages about this collector; defaults to its type's name.
     fn name(&self) -> Cow<'_, str> {
         Cow::Borrowed(std::any::type_name::<Self>())
@@ -102,9 +90,6 @@ impl<C: Collector + ?Sized> Collector for Box<C> {
     fn finish(&mut self) -> Result<(), CollectorError> {
         (**self).finish()
     }
-    fn end_expected(&mut self, test: TestId) {
-        (**self).end_expected(test);
-    }
     fn name(&self) -> Cow<'_, str> {
         (**self).name()
     }
@@ -127,11 +112,6 @@ impl<C: Collector> Collector for Option<C> {
     }
     fn finish(&mut self) -> Result<(), CollectorError> {
         self.as_mut().map_or(Ok(()), Collector::finish)
-    }
-    fn end_expected(&mut self, test: TestId) {
-        if let Some(c) = self {
-            c.end_expected(test);
-        }
     }
     fn name(&self) -> Cow<'_, str> {
         self.as_ref().map_or(Cow::Borrowed("None"), Collector::name)
@@ -161,11 +141,6 @@ impl<C: Collector> Collector for Vec<C> {
     }
     fn finish(&mut self) -> Result<(), CollectorError> {
         self.iter_mut().map(Collector::finish).fold(Ok(()), Result::and)
-    }
-    fn end_expected(&mut self, test: TestId) {
-        for c in self.iter_mut() {
-            c.end_expected(test);
-        }
     }
     fn write_report(&self, report: &mut Report) {
         for c in self {
@@ -243,12 +218,6 @@ impl<C: Collector> Collector for SharedCollector<C> {
     }
     fn finish(&mut self) -> Result<(), CollectorError> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner).finish()
-    }
-    fn end_expected(&mut self, test: TestId) {
-        self.inner
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .end_expected(test);
     }
     fn name(&self) -> Cow<'_, str> {
         Cow::Owned(
@@ -481,9 +450,6 @@ mod tests {
         fn finish(&mut self) -> Result<(), CollectorError> {
             self.hook("finish")
         }
-        fn end_expected(&mut self, _: TestId) {
-            let _ = self.hook("end_expected");
-        }
         fn name(&self) -> Cow<'_, str> {
             Cow::Borrowed(self.name)
         }
@@ -513,9 +479,7 @@ mod tests {
     /// Every hook of `collector`, once each, in the order the bus calls them; what each
     /// returned, and the report it writes.
     fn drive(collector: &mut dyn Collector) -> (Vec<bool>, Vec<String>) {
-        let test = TestId::generate();
-        collector.on_event(&started(test));
-        collector.end_expected(test);
+        collector.on_event(&started(TestId::generate()));
         let results = vec![
             collector.flush().is_ok(),
             collector.flush_ended().is_ok(),
@@ -534,13 +498,7 @@ mod tests {
         std::mem::take(&mut *log.lock().unwrap())
     }
 
-    const EVERY_HOOK: [&str; 5] = [
-        "a:event",
-        "a:end_expected",
-        "a:flush",
-        "a:flush_ended",
-        "a:finish",
-    ];
+    const EVERY_HOOK: [&str; 4] = ["a:event", "a:flush", "a:flush_ended", "a:finish"];
 
     #[test]
     fn a_boxed_collector_forwards_every_hook() {
@@ -579,20 +537,8 @@ mod tests {
             Probe::new("b", &log).failing(&["flush", "flush_ended", "finish"]),
             Probe::new("c", &log).failing(&["flush", "flush_ended", "finish"]),
         ];
-        let test = TestId::generate();
-        list.on_event(&started(test));
-        list.end_expected(test);
-        assert_eq!(
-            taken(&log),
-            [
-                "a:event",
-                "b:event",
-                "c:event",
-                "a:end_expected",
-                "b:end_expected",
-                "c:end_expected"
-            ]
-        );
+        list.on_event(&started(TestId::generate()));
+        assert_eq!(taken(&log), ["a:event", "b:event", "c:event"]);
         type Hook = fn(&mut Vec<Probe>) -> Result<(), CollectorError>;
         let hooks: [(&str, Hook); 3] = [
             ("flush", |l| l.flush()),
@@ -647,9 +593,6 @@ mod tests {
             }
         }
         let mut counts = Counts { flushes: 0 };
-        // Nothing to do ahead of a test's end, and no flush for it.
-        counts.end_expected(TestId::generate());
-        assert_eq!(counts.flushes, 0);
         assert!(counts.flush_ended().is_err());
         assert!(counts.finish().is_err());
         assert_eq!(counts.flushes, 2);

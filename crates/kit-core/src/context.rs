@@ -297,7 +297,7 @@ impl KitExecutionContext {
     /// [`finish`](Self::finish) flushes; see [`Bus::expect_flush`]. The kit's runner calls it
     /// when the test's body returns, before it drops the test's runtime. Sends no event.
     pub fn expect_finish(&self) -> Result<(), BusError> {
-        self.inner.run.bus().expect_flush(self.inner.test_id)
+        self.inner.run.bus().expect_flush()
     }
 
     /// Ends the test: sends [`TestFinished`] with `outcome` and flushes, so that the test's

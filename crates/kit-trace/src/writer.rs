@@ -686,21 +686,6 @@ impl Collector for ArchiveWriter {
         self.deflater.warm();
     }
 
-    /// Compresses what the ending test wrote while its runtime drops, instead of in its
-    /// commit, which then compresses only what came after (its end's line, mostly). A test
-    /// of one request writes some 6 KB, all of it compressed at its commit otherwise: the
-    /// deflater's reset and a stream with nothing before it to refer to, about a third of
-    /// the dispatcher's work for such a test.
-    fn end_expected(&mut self, test: TestId) {
-        let Some(buffer) = self.tests.get_mut(&test) else {
-            return;
-        };
-        if let Err(e) = buffer.lines.deflate_ahead(&mut self.deflater) {
-            self.deferred
-                .get_or_insert(io_error(&self.path, "compress a segment", e));
-        }
-    }
-
     fn flush(&mut self) -> Result<(), CollectorError> {
         let deferred = self.deferred.take();
         let result = self.commit();
@@ -752,8 +737,8 @@ mod tests {
     use std::sync::Mutex;
 
     use kit_core::{
-        Attributes, Bus, Configuration, KitBuilder, KitExecutionContext, KitRun, Observation,
-        OperationStarted, OperationStatus, TestOutcome, TestStarted,
+        Attributes, Bus, Configuration, KitBuilder, KitRun, Observation, OperationStarted, OperationStatus,
+        TestOutcome, TestStarted,
     };
 
     use super::*;
@@ -773,9 +758,6 @@ mod tests {
         }
         fn finish(&mut self) -> Result<(), CollectorError> {
             self.0.lock().unwrap().finish()
-        }
-        fn end_expected(&mut self, test: TestId) {
-            self.0.lock().unwrap().end_expected(test);
         }
     }
 
@@ -832,84 +814,6 @@ mod tests {
         assert!(writer_now.deflater.is_set_up());
         drop(writer_now);
         ctx.finish(TestOutcome::Passed).unwrap();
-    }
-
-    /// A test's announced end compresses what it wrote before its commit, which then
-    /// compresses only the rest; the archive reads back the same. Announced while another
-    /// test's stream holds the deflater, nothing is compressed ahead: taking it over would
-    /// cost that test a reset and a dictionary.
-    #[test]
-    fn an_announced_end_compresses_the_test_ahead_of_its_commit() {
-        let dir = tempfile::tempdir().unwrap();
-        let run_id = RunId::new("ahead").unwrap();
-        let manifest = RunManifest::new(run_id.clone(), "cargo-test");
-        let writer = Arc::new(Mutex::new(ArchiveWriter::create(dir.path(), manifest).unwrap()));
-        // No requested flush comes due while the test looks: only the ends commit.
-        let bus = Bus::builder()
-            .requested_flush_delay(Duration::from_secs(600))
-            .collector(Shared(Arc::clone(&writer)))
-            .start();
-        let host = KitBuilder::new(Configuration::new()).build().unwrap().host;
-        let run = KitRun::new(host, bus, run_id);
-        let not_deflated = |test: TestId| {
-            writer
-                .lock()
-                .unwrap()
-                .tests
-                .get(&test)
-                .map(|b| b.lines.not_deflated())
-        };
-        let wait_for = |what: &str, done: &dyn Fn() -> bool| {
-            let started = std::time::Instant::now();
-            while !done() {
-                assert!(started.elapsed() < Duration::from_secs(10), "{what}");
-                std::thread::sleep(Duration::from_millis(1));
-            }
-        };
-        let ctx = run.begin_test(TestStarted::new("announced"));
-        let op = ctx.start_operation(None, OperationStarted::new("http.request", "GET /"));
-        op.observe(Observation::new("http.response", Attributes::new()));
-        op.end(OperationStatus::Ok, Attributes::new());
-        let test = ctx.test_id();
-        wait_for("the events never arrived", &|| {
-            not_deflated(test).is_some_and(|n| n > 0)
-        });
-        ctx.expect_finish().unwrap();
-        wait_for("nothing was compressed ahead", &|| not_deflated(test) == Some(0));
-        ctx.finish(TestOutcome::Passed).unwrap();
-
-        // Another test's stream holds the deflater: an announcement leaves this one alone.
-        let holder = run.begin_test(TestStarted::new("holder"));
-        let waiting = run.begin_test(TestStarted::new("waiting"));
-        let note = |ctx: &KitExecutionContext, text: String| {
-            ctx.observe(
-                None,
-                Observation::new("note", Attributes::new().with("text", text)),
-            );
-        };
-        note(&waiting, "y".into());
-        // More than a chunk: compressed as it comes, by a deflater no stream held.
-        note(&holder, "x".repeat(10_000));
-        let (held, other) = (holder.test_id(), waiting.test_id());
-        wait_for("the holder's chunk was never compressed", &|| {
-            not_deflated(held) == Some(0) && not_deflated(other).is_some()
-        });
-        waiting.expect_finish().unwrap();
-        wait_for("the announcement never arrived", &|| {
-            run.bus().stats().announced == 2
-        });
-        assert!(not_deflated(other).is_some_and(|n| n > 0));
-        waiting.finish(TestOutcome::Passed).unwrap();
-        holder.finish(TestOutcome::Passed).unwrap();
-
-        let path = writer.lock().unwrap().path().to_owned();
-        let mut reader = crate::ArchiveReader::open(&path).unwrap();
-        let tests: Vec<_> = reader.tests().collect::<Result<_, _>>().unwrap();
-        let names: Vec<_> = tests.iter().map(|t| t.name.as_str()).collect();
-        assert_eq!(names, ["announced", "holder", "waiting"]);
-        let announced = &tests[0];
-        assert_eq!(announced.outcome, TestOutcome::Passed);
-        assert_eq!(announced.events.len(), 5);
     }
 
     /// Each commit reads the archive's tail right after the last commit wrote it; under

@@ -400,22 +400,6 @@ impl ChunkedDeflate {
         Ok(())
     }
 
-    /// Deflates what is not deflated yet, ahead of the commit that would, when the deflater
-    /// is free for this entry's stream: taking it from another stream would cost that stream
-    /// a reset and a dictionary at its next chunk, more than is saved here.
-    pub(crate) fn deflate_ahead(&mut self, deflater: &mut Deflater) -> io::Result<()> {
-        if deflater.free_for(self.stream) {
-            self.deflate_pending(deflater)?;
-        }
-        Ok(())
-    }
-
-    /// Bytes written and not deflated yet.
-    #[cfg(test)]
-    pub(crate) fn not_deflated(&self) -> usize {
-        self.pending.len() - self.deflated
-    }
-
     fn deflate_pending(&mut self, deflater: &mut Deflater) -> io::Result<()> {
         if self.pending.len() > self.deflated {
             if self.stream == 0 {
