@@ -34,7 +34,8 @@
 //! test, default 1), `KIT_BENCH_SLICE_TESTS`. `KIT_BENCH_PARALLEL` runs that many tests at
 //! once (default 1), as `cargo test` runs one a core: the slice's tests shared among as many
 //! threads, each running its share one after another. The per-test times are then wall time
-//! over tests, so a rate, not one test's latency.
+//! over tests, so a rate, not one test's latency. `KIT_BENCH_LEVEL` sets the archive's deflate
+//! level (default 1, the writer's; 0 stores the entries, to see what deflating costs a test).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
@@ -47,12 +48,13 @@ use axum::routing::get;
 use kit_core::*;
 use kit_coverage::{RestCoverageCollector, RestTrafficCoverageCollector};
 use kit_rest::*;
-use kit_trace::{ArchiveWriter, RunManifest};
+use kit_trace::{ArchiveWriter, RunManifest, WriterOptions};
 use serde_json::Value;
 
 #[path = "../tests/common/mod.rs"]
 mod common;
 mod support;
+use support::knobs::deflate_level;
 use support::{ThreadCpu, item, item_shape, positive_knob, runtime, tls_config};
 
 /// Runs `test` on a thread of its own, as libtest runs each test, and waits for it.
@@ -208,7 +210,13 @@ fn main() {
     });
     let built = builder.build().unwrap();
     let run_id = RunId::generate();
-    let writer = ArchiveWriter::create(dir.path(), RunManifest::new(run_id.clone(), "bench")).unwrap();
+    let level = deflate_level();
+    let writer = ArchiveWriter::with_options(
+        dir.path(),
+        RunManifest::new(run_id.clone(), "bench"),
+        WriterOptions::default().with_compression_level(level),
+    )
+    .unwrap();
     let bus = Bus::builder()
         .collector(writer)
         .collectors(built.collectors)
@@ -293,7 +301,7 @@ fn main() {
 
     println!(
         "{rounds} rounds of {tests} tests a side, {per_test} request(s) a test, {parallel} at a time, sides by turns in slices of {slice} tests; \
-         each test on a thread and a current-thread runtime of its own; {} events, {} dispatched; {} ends announced (one for each of the kit side's tests)",
+         each test on a thread and a current-thread runtime of its own; deflate level {level}; {} events, {} dispatched; {} ends announced (one for each of the kit side's tests)",
         stats.published, stats.dispatched, stats.announced
     );
     println!(
