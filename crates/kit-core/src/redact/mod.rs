@@ -1027,21 +1027,17 @@ fn cut(text: &mut String, max_chars: usize) -> bool {
 /// [`cut`] over text that may be borrowed: only what is kept is copied, so a 1 MiB body
 /// cut at 64 KiB is not copied whole first.
 fn cut_shared(text: &mut Cow<'_, str>, max_chars: usize) -> bool {
-    let Some((at, dropped)) = cut_point(text, max_chars) else {
+    let borrowed = match text {
+        Cow::Owned(owned) => return cut(owned, max_chars),
+        Cow::Borrowed(borrowed) => *borrowed,
+    };
+    let Some((at, dropped)) = cut_point(borrowed, max_chars) else {
         return false;
     };
-    match text {
-        Cow::Owned(owned) => {
-            owned.truncate(at);
-            push_cut_marker(owned, dropped);
-        }
-        Cow::Borrowed(borrowed) => {
-            let mut kept = String::with_capacity(at + CUT_MARKER_ROOM);
-            kept.push_str(&borrowed[..at]);
-            push_cut_marker(&mut kept, dropped);
-            *text = Cow::Owned(kept);
-        }
-    }
+    let mut kept = String::with_capacity(at + CUT_MARKER_ROOM);
+    kept.push_str(&borrowed[..at]);
+    push_cut_marker(&mut kept, dropped);
+    *text = Cow::Owned(kept);
     true
 }
 
