@@ -23,7 +23,10 @@
 //! few tests, and each side's slices are summed, so a slow spell of the machine falls on every
 //! side alike rather than on whichever ran through it (`Interleaved`;
 //! `KIT_BENCH_INTERLEAVED=0` leaves it out). Its kit tests are left out of the finish wait the
-//! bench prints, which stays the whole rounds' figure, as in sittings before.
+//! bench prints, which stays the whole rounds' figure, as in sittings before. At 32 in flight
+//! the interleaved slices include one more kit side, not a baseline: the 32 tasks in one test
+//! that lasts the round (one client, whose connections are kept, and one end), which shows
+//! what recording costs at 32 in flight apart from a client, a connection and an end per test.
 //!
 //! Besides, not as a baseline: raw reqwest with a client per test of ten requests, configured as
 //! the kit configures a test's client, for the sequential and 32-in-flight scenarios. Each kit
@@ -647,6 +650,22 @@ async fn kit_requests(kit: &Kit, n: usize, first: usize, concurrent: bool) {
     }
 }
 
+/// One task of a test that has all 32 at once: `n` requests through the test's one client,
+/// each asserting its status and the shape. Not the acceptance side, whose 32 tasks are 32
+/// tests of ten: it shows what the kit costs at 32 in flight without a client, a connection
+/// and an end per test of ten (invariant 5), its connections kept for the whole round as raw
+/// reqwest's are.
+async fn kit_in_one_test(ctx: &KitExecutionContext, n: usize, first: usize) {
+    let shape = item_shape();
+    for i in first..first + n {
+        let response = ctx.rest().path_param("id", i).get("/items/{id}").await;
+        response
+            .should()
+            .have_http_status(http::StatusCode::OK)
+            .match_shape(&shape);
+    }
+}
+
 /// A baseline's wall time over the other side's, round by round, for each round both ran in.
 fn wall_ratios(baseline: &[Sample], other: &[Sample]) -> Vec<f64> {
     baseline
@@ -767,6 +786,8 @@ enum Slice {
     Kit,
     Again,
     PerTest,
+    /// At 32 in flight only: the kit with all 32 tasks in one test (see `kit_in_one_test`).
+    OneTest,
 }
 
 /// The kit and raw reqwest measured by turns a few tests at a time, not a whole run at a time.
@@ -794,6 +815,8 @@ struct Interleaved {
     kit: Vec<Sample>,
     again: Vec<Sample>,
     per_test: Vec<Sample>,
+    /// At 32 in flight, the kit with its 32 tasks in one test a round (empty sequentially).
+    one_test: Vec<Sample>,
     /// The raw sides' slices that ran just after a kit slice, and just before one, summed.
     after_kit: Duration,
     before_kit: Duration,
@@ -815,6 +838,7 @@ impl Interleaved {
             kit: Vec::new(),
             again: Vec::new(),
             per_test: Vec::new(),
+            one_test: Vec::new(),
             after_kit: Duration::ZERO,
             before_kit: Duration::ZERO,
             requests: 0,
@@ -845,15 +869,40 @@ impl Interleaved {
         // to fall evenly; twenty cost about a second.
         let cycles = (n / (per_slice * tasks)).max(if self.concurrent { 20 } else { 2 });
         self.requests += cycles * per_slice * tasks;
-        let mut sums = [Duration::ZERO; 4];
+        let mut sums = [Duration::ZERO; 5];
+        // One test for the whole round, its start and end timed with its slices.
+        let one_test = self.concurrent.then(|| {
+            let started = Instant::now();
+            let ctx = kit
+                .run
+                .begin_test(TestStarted::new("bench::in_one_test").with_application(Some("bench".into())));
+            ctx.request_flush().unwrap();
+            sums[Slice::OneTest as usize] += started.elapsed();
+            ctx
+        });
         for cycle in 0..cycles {
             let order = if cycle % 2 == 0 {
-                [Slice::Raw, Slice::Kit, Slice::Again, Slice::PerTest]
+                [
+                    Slice::Raw,
+                    Slice::Kit,
+                    Slice::Again,
+                    Slice::PerTest,
+                    Slice::OneTest,
+                ]
             } else {
-                [Slice::PerTest, Slice::Again, Slice::Kit, Slice::Raw]
+                [
+                    Slice::OneTest,
+                    Slice::PerTest,
+                    Slice::Again,
+                    Slice::Kit,
+                    Slice::Raw,
+                ]
             };
             let kit_at = order.iter().position(|side| matches!(side, Slice::Kit));
             for (position, side) in order.into_iter().enumerate() {
+                if matches!(side, Slice::OneTest) && one_test.is_none() {
+                    continue;
+                }
                 let started = Instant::now();
                 rt.block_on(async {
                     match side {
@@ -870,6 +919,13 @@ impl Interleaved {
                                 .map(|t| kit_requests(kit, per_slice, t * per_slice, self.concurrent));
                             futures_util::future::join_all(tasks).await;
                         }
+                        Slice::OneTest => {
+                            if let Some(ctx) = &one_test {
+                                let tasks =
+                                    (0..tasks).map(|t| kit_in_one_test(ctx, per_slice, t * per_slice));
+                                futures_util::future::join_all(tasks).await;
+                            }
+                        }
                     }
                 });
                 let wall = started.elapsed();
@@ -882,6 +938,11 @@ impl Interleaved {
                 }
             }
         }
+        if let Some(ctx) = one_test {
+            let started = Instant::now();
+            ctx.finish(TestOutcome::Passed).unwrap();
+            sums[Slice::OneTest as usize] += started.elapsed();
+        }
         let sample = |wall| Sample {
             wall,
             cpu: Duration::ZERO,
@@ -891,6 +952,9 @@ impl Interleaved {
         self.kit.push(sample(sums[Slice::Kit as usize]));
         self.again.push(sample(sums[Slice::Again as usize]));
         self.per_test.push(sample(sums[Slice::PerTest as usize]));
+        if self.concurrent {
+            self.one_test.push(sample(sums[Slice::OneTest as usize]));
+        }
     }
 
     fn print(measures: &[Interleaved]) {
@@ -955,6 +1019,34 @@ impl Interleaved {
                 m.requests as f64 / total(&m.per_test),
                 m.requests as f64 / total(&m.kit)
             );
+        }
+        let in_one_test: Vec<_> = ran().filter(|m| !m.one_test.is_empty()).collect();
+        if !in_one_test.is_empty() {
+            ratio_table(
+                "interleaved, not the acceptance side: the kit with its 32 tasks in one test a round (one client, its connections kept, one end), over raw reqwest round by round; the median round with a 95% interval",
+                ["one lo", "one md", "one hi", "one md", "one lo", "one hi"],
+                in_one_test
+                    .iter()
+                    .map(|m| {
+                        format!(
+                            "{:<14} {} {}",
+                            m.scenario(),
+                            RoundRatios::of(&m.raw, &m.one_test),
+                            interval_cell(median_interval(&m.raw, &m.one_test))
+                        )
+                    })
+                    .collect(),
+            );
+            for m in in_one_test {
+                let total = |samples: &[Sample]| samples.iter().map(|s| s.wall.as_secs_f64()).sum::<f64>();
+                println!(
+                    "{:<14} all rounds: one/raw {:.3}, one/kit {:.3}; {:.0} req/s",
+                    m.scenario(),
+                    total(&m.raw) / total(&m.one_test),
+                    total(&m.kit) / total(&m.one_test),
+                    m.requests as f64 / total(&m.one_test)
+                );
+            }
         }
     }
 }
