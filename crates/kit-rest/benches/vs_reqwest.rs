@@ -27,6 +27,7 @@
 //! the interleaved slices include one more kit side, not a baseline: the 32 tasks in one test
 //! that lasts the round (one client, whose connections are kept, and one end), which shows
 //! what recording costs at 32 in flight apart from a client, a connection and an end per test.
+//! Whole rounds run it too, for its CPU by thread (`kit/one`).
 //!
 //! Besides, not as a baseline: raw reqwest with a client per test of ten requests, configured as
 //! the kit configures a test's client, for the sequential and 32-in-flight scenarios. Each kit
@@ -63,7 +64,7 @@
 //! (computes, holding the server's thread). To run
 //! one scenario (for a profiler): `KIT_BENCH_ONLY=sequential` (or `32`, `1 MiB`); one side
 //! only, with no table then: `KIT_BENCH_SIDE=raw`, `kit`, `per-test` (raw reqwest with a
-//! client per test), `transport` or `hyper`; `KIT_BENCH_SIDE=again` runs raw reqwest twice a
+//! client per test), `one-test` (the kit's 32 tasks in one test), `transport` or `hyper`; `KIT_BENCH_SIDE=again` runs raw reqwest twice a
 //! round with nothing between, and prints only how far the two runs drift apart. To keep the
 //! kit's archive for a look inside:
 //! `KIT_BENCH_KEEP=path`.
@@ -1134,6 +1135,8 @@ fn main() {
     let mut raw_times: Vec<Vec<Sample>> = vec![Vec::new(); 3];
     let mut kit_times: Vec<Vec<Sample>> = vec![Vec::new(); 3];
     let mut per_test_times: Vec<Vec<Sample>> = vec![Vec::new(); 2];
+    // At 32 in flight: the kit with its 32 tasks in one test (a whole round, begun and ended).
+    let mut one_test_times: Vec<Sample> = Vec::new();
     // Raw reqwest run again right after the kit, round by round (sequential, 32 in flight).
     let mut again_times: Vec<Vec<Sample>> = vec![Vec::new(); 2];
     // Built only for the raw side: it loads the platform's root certificates.
@@ -1147,6 +1150,7 @@ fn main() {
     let raw_on = side.is_empty() || side == "raw" || side == "again";
     let kit_on = side.is_empty() || side == "kit";
     let per_test_on = side.is_empty() || side == "per-test";
+    let one_test_on = side.is_empty() || side == "one-test";
     // On unless switched off: it costs a fifth more time and measures the machine, not the kit.
     let again_on =
         side == "again" || (side.is_empty() && std::env::var("KIT_BENCH_AGAIN").map_or(true, |v| v != "0"));
@@ -1205,6 +1209,17 @@ fn main() {
                 per_test_times[1].push(timed(&rt, async {
                     let tasks = (0..IN_FLIGHT).map(|_| raw_tests(&tls, &url, per_task));
                     futures_util::future::join_all(tasks).await;
+                }));
+            }
+            if one_test_on {
+                one_test_times.push(timed(&rt, async {
+                    let ctx = kit.run.begin_test(
+                        TestStarted::new("bench::in_one_test").with_application(Some("bench".into())),
+                    );
+                    ctx.request_flush().unwrap();
+                    let tasks = (0..IN_FLIGHT).map(|t| kit_in_one_test(&ctx, per_task, t * per_task));
+                    futures_util::future::join_all(tasks).await;
+                    ctx.finish(TestOutcome::Passed).unwrap();
                 }));
             }
             for OtherSide { transport, times } in &mut others {
@@ -1321,10 +1336,12 @@ fn main() {
         let other_samples = others
             .iter()
             .map(|o| (o.transport.name(), o.times.get(i).unwrap_or(&no_samples)));
+        let one_test_samples = if i == 1 { &one_test_times } else { &no_samples };
         for (side, times) in [
             ("raw", &raw_times[i]),
             ("raw/test", per_test_samples),
             ("kit", &kit_times[i]),
+            ("kit/one", one_test_samples),
         ]
         .into_iter()
         .chain(other_samples)
