@@ -64,9 +64,9 @@
 //! (computes, holding the server's thread). To run
 //! one scenario (for a profiler): `KIT_BENCH_ONLY=sequential` (or `32`, `1 MiB`); one side
 //! only, with no table then: `KIT_BENCH_SIDE=raw`, `kit`, `per-test` (raw reqwest with a
-//! client per test), `one-test` (the kit's 32 tasks in one test), `transport` or `hyper`; `KIT_BENCH_SIDE=again` runs raw reqwest twice a
-//! round with nothing between, and prints only how far the two runs drift apart. To keep the
-//! kit's archive for a look inside:
+//! client per test), `one-test` (the kit's 32 tasks in one test), `transport` or `hyper`;
+//! `KIT_BENCH_SIDE=again` runs raw reqwest twice a round with nothing between, and prints
+//! only how far the two runs drift apart. To keep the kit's archive for a look inside:
 //! `KIT_BENCH_KEEP=path`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, missing_docs)]
