@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use std::sync::Arc;
 
 use kit_core::{Bus, Configuration, KitBuilder, KitRun, SecretRegistry};
-use kit_trace::{ArchiveWriter, RunManifest};
+use kit_trace::{ArchiveWriter, RunManifest, WriterOptions};
 
 use crate::__private::HOSTS;
 
@@ -58,7 +58,7 @@ fn init(manifest_dir: &Path) -> Result<Runtime, String> {
     let (run_id, runner) = crate::run_id::from_environment()?;
     let configuration = built.host.configuration();
     let niceness = configuration
-        .get_parsed::<Niceness>("Kit:Trace:DispatcherNiceness", "a nice value, 0–19")
+        .get_parsed::<UpTo<19>>("Kit:Trace:DispatcherNiceness", "a nice value, 0–19")
         .map_err(|e| e.to_string())?
         .map_or(kit_core::DISPATCHER_NICENESS, |n| n.0);
     let mut bus = Bus::builder().dispatcher_niceness(niceness);
@@ -67,8 +67,18 @@ fn init(manifest_dir: &Path) -> Result<Runtime, String> {
         .map_err(|e| e.to_string())?
         .unwrap_or(true);
     if tracing {
+        let mut options = WriterOptions::default();
+        // 0 stores the events uncompressed: at 32 requests in flight that gave the kit 0.04
+        // more of raw reqwest's throughput, and a test of one request 9–26 µs, for archives
+        // several times larger (docs/performance.md).
+        if let Some(UpTo(level)) = configuration
+            .get_parsed::<UpTo<9>>("Kit:Trace:CompressionLevel", "a deflate level, 0–9")
+            .map_err(|e| e.to_string())?
+        {
+            options = options.with_compression_level(level.into());
+        }
         let dir = results_dir(configuration, manifest_dir);
-        let writer = ArchiveWriter::create(&dir, RunManifest::new(run_id.clone(), runner))
+        let writer = ArchiveWriter::with_options(&dir, RunManifest::new(run_id.clone(), runner), options)
             .map_err(|e| e.to_string())?
             .with_secrets(Arc::clone(SecretRegistry::global()));
         bus = bus.collector(writer);
@@ -79,16 +89,17 @@ fn init(manifest_dir: &Path) -> Result<Runtime, String> {
     })
 }
 
-/// `Kit:Trace:DispatcherNiceness`: how many nice steps below the tests the bus's dispatcher
-/// runs, 0–19 (the steps between Linux's default priority and its lowest).
-struct Niceness(u8);
+/// A whole number from 0 to `MAX`, as a setting takes it: `Kit:Trace:DispatcherNiceness`
+/// (nice steps below the tests, up to 19: those between Linux's default priority and its
+/// lowest) and `Kit:Trace:CompressionLevel` (deflate's levels, up to 9).
+struct UpTo<const MAX: u8>(u8);
 
-impl std::str::FromStr for Niceness {
+impl<const MAX: u8> std::str::FromStr for UpTo<MAX> {
     type Err = ();
 
     fn from_str(s: &str) -> Result<Self, ()> {
         match s.parse() {
-            Ok(n @ 0..=19) => Ok(Niceness(n)),
+            Ok(n) if n <= MAX => Ok(UpTo(n)),
             _ => Err(()),
         }
     }

@@ -335,6 +335,67 @@ fn a_test_process_runs_its_dispatcher_below_its_tests_as_configured() {
     );
 }
 
+/// The fixture suite run once with `env` set: its one archive's event lines, uncompressed and
+/// as stored (summed over the segments `unzip -v` lists), after checking that every test is in.
+fn fixture_segment_sizes(env: &[(&str, &str)]) -> (u64, u64) {
+    let results = tempfile::tempdir().unwrap();
+    let mut command = Command::new(test_binary("kit-fixture-suite", "suite"));
+    command
+        .env("KIT_RESULTS_DIR", results.path())
+        .env_remove("NEXTEST_RUN_ID")
+        .envs(env.iter().copied());
+    let output = run(&mut command);
+    let archives = archives_in(results.path());
+    assert_eq!(archives.len(), 1, "{}", describe(&output));
+    assert_eq!(outcomes(&archives[0]).len(), 7, "{}", describe(&output));
+    let listing = run(Command::new("unzip").arg("-v").arg(&archives[0]));
+    assert!(listing.status.success(), "{}", describe(&listing));
+    // `Length Method Size Cmpr Date Time CRC-32 Name`, an entry a line.
+    let (mut length, mut size) = (0, 0);
+    for line in String::from_utf8_lossy(&listing.stdout).lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if let [whole, _, stored, _, _, _, _, name] = fields[..]
+            && name.ends_with(".jsonl")
+        {
+            length += whole.parse::<u64>().unwrap();
+            size += stored.parse::<u64>().unwrap();
+        }
+    }
+    assert!(length > 0, "no segment listed:\n{}", describe(&listing));
+    (length, size)
+}
+
+/// `Kit:Trace:CompressionLevel` sets the archive's deflate level: 0 stores the event lines as
+/// they are, the default (1) deflates them, and both archives read back whole. A level deflate
+/// does not have stops the run with the key and the value.
+#[test]
+fn a_test_process_compresses_its_archive_at_the_configured_level() {
+    let (length, stored) = fixture_segment_sizes(&[("KIT__TRACE__COMPRESSIONLEVEL", "0")]);
+    assert!(
+        stored >= length,
+        "level 0 stored {length} bytes of lines in {stored}"
+    );
+    let (length, deflated) = fixture_segment_sizes(&[]);
+    // Each of the fixture's short tests is a deflate stream of its own, which comes out at
+    // about 60% of its lines.
+    assert!(
+        deflated * 4 < length * 3,
+        "level 1 stored {length} bytes of lines in {deflated}"
+    );
+
+    let results = tempfile::tempdir().unwrap();
+    let output = run(Command::new(test_binary("kit-fixture-suite", "suite"))
+        .env("KIT_RESULTS_DIR", results.path())
+        .env_remove("NEXTEST_RUN_ID")
+        .env("KIT__TRACE__COMPRESSIONLEVEL", "10"));
+    let text = describe(&output);
+    assert!(!output.status.success(), "{text}");
+    assert!(
+        text.contains("has value \"10\", which is not a deflate level, 0–9"),
+        "{text}"
+    );
+}
+
 #[test]
 fn kit_core_and_kit_cli_build_without_tokio_or_reqwest() {
     for package in ["kit-core", "kit-cli"] {
