@@ -1487,11 +1487,18 @@ mod tests {
 
     /// Streams taking turns on one deflater, with whole entries deflated between them, each
     /// refer back across their chunks (a block repeated every 12 KiB compresses away) and read
-    /// back whole.
+    /// back whole, at every level a setting can choose (`Kit:Trace:CompressionLevel`): level 0
+    /// stores, and still takes each take-over's dictionary.
     #[test]
     fn streams_sharing_a_deflater_read_back_whole_and_compress_across_chunks() {
+        for level in 0..=9 {
+            streams_sharing_a_deflater_at(level);
+        }
+    }
+
+    fn streams_sharing_a_deflater_at(level: u32) {
         let (_dir, path, file, mut directory) = fresh("shared.zip");
-        let mut deflater = Deflater::new(1);
+        let mut deflater = Deflater::new(level);
         let mut seed = 11u64;
         let mut random = |n: usize| noise(&mut seed, n);
         let blocks: Vec<Vec<u8>> = (0..3).map(|_| random(12 * 1024)).collect();
@@ -1519,12 +1526,15 @@ mod tests {
             .map(|(i, s)| s.entry(&mut deflater, format!("s{i}"), b"").unwrap())
             .collect();
         for (i, entry) in entries.iter().enumerate() {
-            // One block does not compress; its repeats do, from any chunk.
+            // One block does not compress; its repeats do, from any chunk. Stored, nothing does.
+            let (size, whole) = (entry.data.len(), written[i].len());
             assert!(
-                entry.data.len() < 3 * 12 * 1024,
-                "stream {i}: {} bytes for {}",
-                entry.data.len(),
-                written[i].len()
+                if level == 0 {
+                    size >= whole
+                } else {
+                    size < 3 * 12 * 1024
+                },
+                "level {level}, stream {i}: {size} bytes for {whole}"
             );
         }
         append(&file, 0, &mut directory, &[entries, blobs].concat(), Room::Spare).unwrap();
@@ -1535,7 +1545,10 @@ mod tests {
                 .unwrap()
                 .read_to_end(&mut bytes)
                 .unwrap();
-            assert!(bytes == *expected, "stream {i} reads back otherwise");
+            assert!(
+                bytes == *expected,
+                "level {level}: stream {i} reads back otherwise"
+            );
         }
     }
 
