@@ -1007,18 +1007,17 @@ impl Interleaved {
             "kit req/s"
         );
         for m in ran() {
-            let total = |samples: &[Sample]| samples.iter().map(|s| s.wall.as_secs_f64()).sum::<f64>();
             println!(
                 "{:<14} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>12.0} {:>12.0} {:>12.0}",
                 m.scenario(),
-                total(&m.raw) / total(&m.kit),
-                total(&m.raw) / total(&m.again),
-                total(&m.raw) / total(&m.per_test),
-                total(&m.per_test) / total(&m.kit),
+                total_wall(&m.raw) / total_wall(&m.kit),
+                total_wall(&m.raw) / total_wall(&m.again),
+                total_wall(&m.raw) / total_wall(&m.per_test),
+                total_wall(&m.per_test) / total_wall(&m.kit),
                 m.after_kit.as_secs_f64() / m.before_kit.as_secs_f64(),
-                m.requests as f64 / total(&m.raw),
-                m.requests as f64 / total(&m.per_test),
-                m.requests as f64 / total(&m.kit)
+                m.requests as f64 / total_wall(&m.raw),
+                m.requests as f64 / total_wall(&m.per_test),
+                m.requests as f64 / total_wall(&m.kit)
             );
         }
         let in_one_test: Vec<_> = ran().filter(|m| !m.one_test.is_empty()).collect();
@@ -1039,17 +1038,21 @@ impl Interleaved {
                     .collect(),
             );
             for m in in_one_test {
-                let total = |samples: &[Sample]| samples.iter().map(|s| s.wall.as_secs_f64()).sum::<f64>();
                 println!(
                     "{:<14} all rounds: one/raw {:.3}, one/kit {:.3}; {:.0} req/s",
                     m.scenario(),
-                    total(&m.raw) / total(&m.one_test),
-                    total(&m.kit) / total(&m.one_test),
-                    m.requests as f64 / total(&m.one_test)
+                    total_wall(&m.raw) / total_wall(&m.one_test),
+                    total_wall(&m.kit) / total_wall(&m.one_test),
+                    m.requests as f64 / total_wall(&m.one_test)
                 );
             }
         }
     }
+}
+
+/// The seconds of wall time in `samples`, summed.
+fn total_wall(samples: &[Sample]) -> f64 {
+    samples.iter().map(|s| s.wall.as_secs_f64()).sum()
 }
 
 /// Nanoseconds sequential kit tests spent in `finish`: waiting for their end to be committed.

@@ -322,15 +322,25 @@ fn a_test_process_runs_its_dispatcher_below_its_tests_as_configured() {
             "setting {setting:?}, threads {threads:?}"
         );
     }
-    let results = tempfile::tempdir().unwrap();
-    let output = run(Command::new(test_binary("kit-fixture-suite", "suite"))
-        .env("KIT_RESULTS_DIR", results.path())
+    assert_fixture_refuses("KIT__TRACE__DISPATCHERNICENESS", "20", "a nice value, 0–19");
+}
+
+/// The fixture suite run once with its archive in `results` and `env` set, outside nextest.
+fn run_fixture(results: &Path, env: &[(&str, &str)]) -> std::process::Output {
+    run(Command::new(test_binary("kit-fixture-suite", "suite"))
+        .env("KIT_RESULTS_DIR", results)
         .env_remove("NEXTEST_RUN_ID")
-        .env("KIT__TRACE__DISPATCHERNICENESS", "20"));
+        .envs(env.iter().copied()))
+}
+
+/// The fixture suite with `variable` set to `value` fails, saying the value is not `expected`.
+fn assert_fixture_refuses(variable: &str, value: &str, expected: &str) {
+    let results = tempfile::tempdir().unwrap();
+    let output = run_fixture(results.path(), &[(variable, value)]);
     let text = describe(&output);
     assert!(!output.status.success(), "{text}");
     assert!(
-        text.contains("has value \"20\", which is not a nice value, 0–19"),
+        text.contains(&format!("has value \"{value}\", which is not {expected}")),
         "{text}"
     );
 }
@@ -339,12 +349,7 @@ fn a_test_process_runs_its_dispatcher_below_its_tests_as_configured() {
 /// as stored (summed over the segments `unzip -v` lists), after checking that every test is in.
 fn fixture_segment_sizes(env: &[(&str, &str)]) -> (u64, u64) {
     let results = tempfile::tempdir().unwrap();
-    let mut command = Command::new(test_binary("kit-fixture-suite", "suite"));
-    command
-        .env("KIT_RESULTS_DIR", results.path())
-        .env_remove("NEXTEST_RUN_ID")
-        .envs(env.iter().copied());
-    let output = run(&mut command);
+    let output = run_fixture(results.path(), env);
     let archives = archives_in(results.path());
     assert_eq!(archives.len(), 1, "{}", describe(&output));
     assert_eq!(outcomes(&archives[0]).len(), 7, "{}", describe(&output));
@@ -382,18 +387,7 @@ fn a_test_process_compresses_its_archive_at_the_configured_level() {
         deflated * 4 < length * 3,
         "level 1 stored {length} bytes of lines in {deflated}"
     );
-
-    let results = tempfile::tempdir().unwrap();
-    let output = run(Command::new(test_binary("kit-fixture-suite", "suite"))
-        .env("KIT_RESULTS_DIR", results.path())
-        .env_remove("NEXTEST_RUN_ID")
-        .env("KIT__TRACE__COMPRESSIONLEVEL", "10"));
-    let text = describe(&output);
-    assert!(!output.status.success(), "{text}");
-    assert!(
-        text.contains("has value \"10\", which is not a deflate level, 0–9"),
-        "{text}"
-    );
+    assert_fixture_refuses("KIT__TRACE__COMPRESSIONLEVEL", "10", "a deflate level, 0–9");
 }
 
 #[test]
