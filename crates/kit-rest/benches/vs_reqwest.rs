@@ -561,6 +561,18 @@ struct Kit {
     _dir: tempfile::TempDir,
 }
 
+impl Kit {
+    /// Begins the test `name` of the bench's application as the runner does: its start's
+    /// commit requested.
+    fn begin(&self, name: impl Into<String>) -> KitExecutionContext {
+        let ctx = self
+            .run
+            .begin_test(TestStarted::new(name).with_application(Some("bench".into())));
+        ctx.request_flush().unwrap();
+        ctx
+    }
+}
+
 fn kit(url: &str) -> Kit {
     let dir = tempfile::tempdir().unwrap();
     let spec: PathBuf = dir.path().join("openapi.yaml");
@@ -623,10 +635,7 @@ async fn kit_requests(kit: &Kit, n: usize, first: usize, concurrent: bool) {
     let shape = item_shape();
     let mut i = first;
     for t in 0..n.div_ceil(per_test) {
-        let ctx = kit.run.begin_test(
-            TestStarted::new(format!("bench::t{first}_{t}")).with_application(Some("bench".into())),
-        );
-        ctx.request_flush().unwrap();
+        let ctx = kit.begin(format!("bench::t{first}_{t}"));
         for _ in 0..per_test.min(n - t * per_test) {
             let response = ctx.rest().path_param("id", i).get("/items/{id}").await;
             response
@@ -651,20 +660,23 @@ async fn kit_requests(kit: &Kit, n: usize, first: usize, concurrent: bool) {
     }
 }
 
-/// One task of a test that has all 32 at once: `n` requests through the test's one client,
-/// each asserting its status and the shape. Not the acceptance side, whose 32 tasks are 32
-/// tests of ten: it shows what the kit costs at 32 in flight without a client, a connection
+/// `tasks` tasks at once in one test, each making `n` requests through the test's one client
+/// and asserting each one's status and the shape. Not the acceptance side, whose 32 tasks are
+/// 32 tests of ten: it shows what the kit costs at 32 in flight without a client, a connection
 /// and an end per test of ten (invariant 5), its connections kept for the whole round as raw
 /// reqwest's are.
-async fn kit_in_one_test(ctx: &KitExecutionContext, n: usize, first: usize) {
-    let shape = item_shape();
-    for i in first..first + n {
-        let response = ctx.rest().path_param("id", i).get("/items/{id}").await;
-        response
-            .should()
-            .have_http_status(http::StatusCode::OK)
-            .match_shape(&shape);
-    }
+async fn kit_in_one_test(ctx: &KitExecutionContext, tasks: usize, n: usize) {
+    let task = |first: usize| async move {
+        let shape = item_shape();
+        for i in first..first + n {
+            let response = ctx.rest().path_param("id", i).get("/items/{id}").await;
+            response
+                .should()
+                .have_http_status(http::StatusCode::OK)
+                .match_shape(&shape);
+        }
+    };
+    futures_util::future::join_all((0..tasks).map(|t| task(t * n))).await;
 }
 
 /// A baseline's wall time over the other side's, round by round, for each round both ran in.
@@ -874,10 +886,7 @@ impl Interleaved {
         // One test for the whole round, its start and end timed with its slices.
         let one_test = self.concurrent.then(|| {
             let started = Instant::now();
-            let ctx = kit
-                .run
-                .begin_test(TestStarted::new("bench::in_one_test").with_application(Some("bench".into())));
-            ctx.request_flush().unwrap();
+            let ctx = kit.begin("bench::in_one_test");
             sums[Slice::OneTest as usize] += started.elapsed();
             ctx
         });
@@ -922,9 +931,7 @@ impl Interleaved {
                         }
                         Slice::OneTest => {
                             if let Some(ctx) = &one_test {
-                                let tasks =
-                                    (0..tasks).map(|t| kit_in_one_test(ctx, per_slice, t * per_slice));
-                                futures_util::future::join_all(tasks).await;
+                                kit_in_one_test(ctx, tasks, per_slice).await;
                             }
                         }
                     }
@@ -1062,10 +1069,7 @@ static FINISHED_TESTS: AtomicU64 = AtomicU64::new(0);
 async fn kit_page(kit: &Kit, n: usize) {
     let shape = json!({ "page": 1, "total": json_value::greater_than(0),
         "items": json_value::each(json!({ "id": json_value::any_number(), "sku": json_value::any_string() })) });
-    let ctx = kit
-        .run
-        .begin_test(TestStarted::new("bench::page").with_application(Some("bench".into())));
-    ctx.request_flush().unwrap();
+    let ctx = kit.begin("bench::page");
     for _ in 0..n {
         let response = ctx.rest().get("/page").await;
         response
@@ -1216,12 +1220,9 @@ fn main() {
             }
             if one_test_on {
                 one_test_times.push(timed(&rt, async {
-                    let ctx = kit.run.begin_test(
-                        TestStarted::new("bench::in_one_test").with_application(Some("bench".into())),
-                    );
-                    ctx.request_flush().unwrap();
-                    let tasks = (0..IN_FLIGHT).map(|t| kit_in_one_test(&ctx, per_task, t * per_task));
-                    futures_util::future::join_all(tasks).await;
+                    let ctx = kit.begin("bench::in_one_test");
+                    kit_in_one_test(&ctx, IN_FLIGHT, per_task).await;
+                    // Blocking, but nothing else runs on this runtime by now.
                     ctx.finish(TestOutcome::Passed).unwrap();
                 }));
             }
