@@ -45,6 +45,10 @@ use crate::collector::{Collector, CollectorError};
 use crate::event::{AttachmentContent, AttributeValue, Attributes, Event, EventKind};
 use crate::panic::panic_message;
 
+mod answer;
+pub use answer::PendingFlush;
+use answer::{Deadlines, Reply};
+
 /// The bus failed to deliver or to complete a flush.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -61,6 +65,19 @@ pub enum BusError {
     /// One or more collectors failed since the previous flush.
     #[error("{}", join_errors(.0))]
     Collectors(Vec<CollectorError>),
+}
+
+impl BusError {
+    /// The same error again, for a flush's answer read twice.
+    pub(crate) fn duplicate(&self) -> Self {
+        match self {
+            BusError::Closed { lost } => BusError::Closed { lost: *lost },
+            BusError::FlushTimedOut(timeout) => BusError::FlushTimedOut(*timeout),
+            BusError::Collectors(errors) => {
+                BusError::Collectors(errors.iter().map(CollectorError::duplicate).collect())
+            }
+        }
+    }
 }
 
 fn join_errors(errors: &[CollectorError]) -> String {
@@ -156,7 +173,7 @@ enum Message {
     /// the next one when nobody waits.
     Flush(Option<Sender<Vec<CollectorError>>>),
     /// Flush what ended tests sent (`Collector::flush_ended`), and reply.
-    FlushEnded(Sender<Vec<CollectorError>>),
+    FlushEnded(Reply),
     Register(Box<dyn Collector>),
     Shutdown(Sender<Vec<CollectorError>>),
     /// A flush is coming soon: stay awake for it (see [`Bus::expect_flush`]).
@@ -299,6 +316,7 @@ impl BusBuilder {
                 spent,
                 stats,
                 flush_timeout: self.flush_timeout,
+                deadlines: Arc::new(Deadlines::new(self.flush_timeout)),
                 wake: WakeOnDrop(wake),
             }),
         }
@@ -394,6 +412,8 @@ struct Inner {
     /// Queue length at which a producer wakes a napping dispatcher.
     nudge_at: usize,
     flush_timeout: Duration,
+    /// Times out the flushes tasks await.
+    deadlines: Arc<Deadlines>,
     /// Declared after `tx`, so it is dropped after it: the last handle's drop disconnects the
     /// channel, then wakes a sleeping dispatcher to see it, finish its collectors and end.
     wake: WakeOnDrop,
@@ -706,8 +726,28 @@ impl Bus {
     /// ```
     pub fn flush_ended(&self) -> Result<(), BusError> {
         let (reply, answer) = bounded(1);
-        self.inner.send_now(Message::FlushEnded(reply))?;
+        self.inner.send_now(Message::FlushEnded(Reply::Thread(reply)))?;
         wait_for(&answer, self.inner.flush_timeout, &self.inner.wake.closed)
+    }
+
+    /// [`flush_ended`](Self::flush_ended) for a task: the flush is asked for at once, and the
+    /// returned future resolves with its answer, on any executor, without blocking a thread
+    /// for it. For many tests in flight on one runtime, whose ends would otherwise each block
+    /// a worker thread or take a trip to a blocking pool.
+    ///
+    /// ```
+    /// use kit_core::{Bus, RecordingCollector};
+    ///
+    /// let bus = Bus::builder().collector(RecordingCollector::new()).start();
+    /// let flushed = bus.flush_ended_async();
+    /// futures_executor::block_on(flushed).unwrap();
+    /// ```
+    pub fn flush_ended_async(&self) -> PendingFlush {
+        let (reply, pending) = self.inner.deadlines.pending();
+        // Refused, the message and its reply are dropped here, and the reply answers that the
+        // bus is closed.
+        let _ = self.inner.send_now(Message::FlushEnded(Reply::Task(reply)));
+        pending
     }
 
     /// Tells the dispatcher that a flush is coming soon: it wakes now, delivers what is
@@ -1012,14 +1052,14 @@ impl Dispatcher<'_> {
     /// Tests that end together then cost one archive commit, not one each. The group flushes
     /// everything if any of its waiters asked for that, or a requested flush is due;
     /// otherwise only what ended tests sent, and requested flushes stay due in their turn.
-    fn group_commit(&mut self, reply: Sender<Vec<CollectorError>>, mut scope: Scope) {
+    fn group_commit(&mut self, reply: Reply, mut scope: Scope) {
         let mut waiters = vec![reply];
         let mut requested = false;
         for _ in 0..GROUP_LIMIT {
             match self.rx.try_recv() {
                 Ok(Message::Event(event, origin)) => self.deliver(event, origin),
                 Ok(Message::Flush(Some(reply))) => {
-                    waiters.push(reply);
+                    waiters.push(Reply::Thread(reply));
                     scope = Scope::Everything;
                 }
                 Ok(Message::FlushEnded(reply)) => waiters.push(reply),
@@ -1040,12 +1080,15 @@ impl Dispatcher<'_> {
         }
         self.flush(scope);
         let errors = std::mem::take(&mut self.errors);
-        // Every waiter hears of the failures; the first gets the errors themselves. A waiter
-        // may have timed out and gone; nothing else to do then.
-        for reply in &waiters[1..] {
-            let _ = reply.send(errors.iter().map(CollectorError::duplicate).collect());
+        // Every waiter hears of the failures; the first gets the errors themselves.
+        let mut waiters = waiters.into_iter();
+        let first = waiters.next();
+        for reply in waiters {
+            reply.send(errors.iter().map(CollectorError::duplicate).collect());
         }
-        let _ = waiters[0].send(errors);
+        if let Some(first) = first {
+            first.send(errors);
+        }
     }
 }
 
@@ -1082,7 +1125,7 @@ fn dispatch(
             }
             Message::Flush(Some(reply)) => {
                 d.awake_until = None;
-                d.group_commit(reply, Scope::Everything);
+                d.group_commit(Reply::Thread(reply), Scope::Everything);
             }
             Message::FlushEnded(reply) => {
                 d.awake_until = None;
@@ -1120,6 +1163,7 @@ mod tests {
     use crate::collector::RecordingCollector;
     use crate::event::*;
     use std::sync::Mutex;
+    use std::task::Poll;
     use std::time::Instant;
 
     fn event(test: TestId, sequence: u64) -> Event {
@@ -2036,6 +2080,166 @@ mod tests {
             *at_flush.lock().unwrap(),
             vec![9],
             "one flush, after all nine events"
+        );
+        assert_eq!(flushes.load(Ordering::SeqCst), 1);
+    }
+
+    /// Counts its wake-ups, so a test can poll a future by hand and see when it is woken.
+    #[derive(Default)]
+    struct CountsWakes(AtomicU64);
+    impl std::task::Wake for CountsWakes {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn poll_once(
+        flush: &mut PendingFlush,
+        wakes: &Arc<CountsWakes>,
+    ) -> std::task::Poll<Result<(), BusError>> {
+        let waker = std::task::Waker::from(Arc::clone(wakes));
+        std::future::Future::poll(
+            std::pin::Pin::new(flush),
+            &mut std::task::Context::from_waker(&waker),
+        )
+    }
+
+    /// An awaited flush is pending while the dispatcher still holds an earlier event, is woken
+    /// once when its flush is done, and then answers, again if polled again.
+    #[test]
+    fn an_awaited_flush_resolves_once_every_earlier_event_was_handled() {
+        let (full, ended) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let (entered, entered_rx) = bounded(1);
+        let (release, release_rx) = bounded(1);
+        let bus = Bus::builder()
+            .collector(Gate {
+                entered,
+                release: release_rx,
+                counts: CountsBoth {
+                    full: Arc::clone(&full),
+                    ended: Arc::clone(&ended),
+                },
+            })
+            .start();
+        bus.publish(event(TestId::generate(), 0)).unwrap();
+        entered_rx.recv().unwrap();
+        let mut flush = bus.flush_ended_async();
+        let wakes = Arc::new(CountsWakes::default());
+        assert!(poll_once(&mut flush, &wakes).is_pending());
+        // Polled again meanwhile, it keeps one waker and is still pending.
+        assert!(poll_once(&mut flush, &wakes).is_pending());
+        assert_eq!(ended.load(Ordering::SeqCst), 0);
+        release.send(()).unwrap();
+        eventually("the flush's wake-up", || wakes.0.load(Ordering::SeqCst) == 1);
+        assert_eq!(ended.load(Ordering::SeqCst), 1);
+        assert_eq!(full.load(Ordering::SeqCst), 0, "only what ended tests sent");
+        assert!(matches!(poll_once(&mut flush, &wakes), Poll::Ready(Ok(()))));
+        assert!(matches!(poll_once(&mut flush, &wakes), Poll::Ready(Ok(()))));
+        assert_eq!(wakes.0.load(Ordering::SeqCst), 1);
+    }
+
+    /// A stuck collector times an awaited flush out as it does a blocking one, though nothing
+    /// but the dispatcher would ever wake the task.
+    #[test]
+    fn an_awaited_flush_times_out_on_a_stuck_collector() {
+        let timeout = Duration::from_millis(50);
+        let bus = Bus::builder().flush_timeout(timeout).collector(Stuck).start();
+        let started = Instant::now();
+        let answer = futures_executor::block_on(bus.flush_ended_async());
+        assert!(
+            matches!(answer, Err(BusError::FlushTimedOut(t)) if t == timeout),
+            "{answer:?}"
+        );
+        // Stuck sleeps 500 ms; the deadline's slack is an eighth of the timeout.
+        assert!(
+            started.elapsed() < Duration::from_millis(400),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    /// A shut bus answers an awaited flush `Closed` at once; so does one whose message was
+    /// queued behind the shutdown and never read, once the dispatcher stops.
+    #[test]
+    fn an_awaited_flush_of_a_shut_bus_is_answered_closed() {
+        let (entered, entered_rx) = bounded(1);
+        let (release, release_rx) = bounded(1);
+        let bus = Bus::builder()
+            .flush_timeout(Duration::from_secs(30))
+            .collector(SlowFinish {
+                entered,
+                release: release_rx,
+            })
+            .start();
+        let closing = bus.clone();
+        let shutdown = thread::spawn(move || closing.shutdown());
+        entered_rx.recv().unwrap();
+        let mut queued = bus.flush_ended_async();
+        let wakes = Arc::new(CountsWakes::default());
+        assert!(poll_once(&mut queued, &wakes).is_pending());
+        let started = Instant::now();
+        release.send(()).unwrap();
+        shutdown.join().unwrap().unwrap();
+        assert!(matches!(
+            futures_executor::block_on(queued),
+            Err(BusError::Closed { lost: 0 })
+        ));
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(matches!(
+            futures_executor::block_on(bus.flush_ended_async()),
+            Err(BusError::Closed { lost: 0 })
+        ));
+    }
+
+    /// Awaited and blocking flushes queued together share one flush of the collectors, and
+    /// every one of them hears of a collector's failure; an awaited flush given up before its
+    /// answer still flushes.
+    #[test]
+    fn awaited_and_blocking_flushes_queued_together_share_one_collector_flush() {
+        let (seen, flushes) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let at_flush = Arc::new(Mutex::new(Vec::new()));
+        let bus = Bus::builder()
+            .collector(SlowFirst(
+                Arc::clone(&seen),
+                Arc::clone(&flushes),
+                Arc::clone(&at_flush),
+            ))
+            .collector(Panics)
+            .start();
+        bus.publish(event(TestId::generate(), 0)).unwrap();
+        let blocking: Vec<_> = (0..3)
+            .map(|_| {
+                let bus = bus.clone();
+                thread::spawn(move || {
+                    bus.publish(event(TestId::generate(), 0)).unwrap();
+                    bus.flush()
+                })
+            })
+            .collect();
+        let awaited: Vec<_> = (0..3)
+            .map(|_| {
+                bus.publish(event(TestId::generate(), 0)).unwrap();
+                bus.flush_ended_async()
+            })
+            .collect();
+        drop(bus.flush_ended_async());
+        for flush in blocking {
+            let err = flush.join().unwrap().unwrap_err();
+            assert!(err.to_string().contains("collector bug"), "{err}");
+        }
+        for flush in awaited {
+            let err = futures_executor::block_on(flush).unwrap_err();
+            assert!(err.to_string().contains("collector bug"), "{err}");
+        }
+        assert_eq!(seen.load(Ordering::SeqCst), 7);
+        assert_eq!(
+            *at_flush.lock().unwrap(),
+            vec![7],
+            "one flush, after all seven events"
         );
         assert_eq!(flushes.load(Ordering::SeqCst), 1);
     }

@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::bus::{Bus, BusError};
+use crate::bus::{Bus, BusError, PendingFlush};
 use crate::config::Configuration;
 use crate::event::*;
 use crate::host::{Extensions, Host};
@@ -304,22 +304,8 @@ impl KitExecutionContext {
     /// events are durable when this returns. Later events of the test are not delivered.
     /// Calling it twice sends nothing the second time.
     pub fn finish(&self, outcome: TestOutcome) -> Result<(), BusError> {
-        let duration = self.elapsed();
-        // One critical section from the check to `finished`: of two tasks finishing the test
-        // at once, one records the end and the other returns.
-        let lost = {
-            let mut state = self.state();
-            if state.finished {
-                return Ok(());
-            }
-            self.send_locked(
-                &mut state,
-                EventId::generate(),
-                Some(self.inner.root),
-                EventKind::TestFinished(TestFinished { outcome, duration }),
-            );
-            state.finished = true;
-            state.lost
+        let Some(lost) = self.send_end(outcome) else {
+            return Ok(());
         };
         // Its own end, not the starts of the tests around it: those commit at their due time
         // or with their ends (see `Bus::flush_ended`).
@@ -330,6 +316,53 @@ impl KitExecutionContext {
             return Err(BusError::Closed { lost });
         }
         flushed
+    }
+
+    /// [`finish`](Self::finish) for a task: sends the end at once, and the returned future
+    /// resolves once the test's events are durable, without blocking a thread meanwhile (see
+    /// [`Bus::flush_ended_async`]). For tests run as tasks of one runtime, many at once, whose
+    /// ends would otherwise each block one of its threads or take a trip to a blocking pool.
+    /// Dropping the future leaves the end sent and the flush asked for; only the wait is
+    /// given up.
+    ///
+    /// ```
+    /// use kit_core::*;
+    ///
+    /// let recording = RecordingCollector::new();
+    /// let bus = Bus::builder().collector(recording.clone()).start();
+    /// let host = KitBuilder::new(Configuration::new()).build().unwrap().host;
+    /// let run = KitRun::new(host, bus, RunId::new("doc").unwrap());
+    ///
+    /// let ctx = run.begin_test(TestStarted::new("adds_two"));
+    /// futures_executor::block_on(ctx.finish_async(TestOutcome::Passed)).unwrap();
+    /// // Durable, as after `finish`: the collector has the test's start and end.
+    /// assert_eq!(recording.tree(ctx.test_id()), "test\n");
+    /// ```
+    pub fn finish_async(&self, outcome: TestOutcome) -> PendingFlush {
+        match self.send_end(outcome) {
+            Some(lost) => self.inner.run.bus().flush_ended_async().losing(lost),
+            None => PendingFlush::done(Ok(())),
+        }
+    }
+
+    /// Sends [`TestFinished`] once, and says how many events the test lost before it; `None`
+    /// when the test had already ended.
+    fn send_end(&self, outcome: TestOutcome) -> Option<u64> {
+        let duration = self.elapsed();
+        // One critical section from the check to `finished`: of two tasks finishing the test
+        // at once, one records the end and the other returns.
+        let mut state = self.state();
+        if state.finished {
+            return None;
+        }
+        self.send_locked(
+            &mut state,
+            EventId::generate(),
+            Some(self.inner.root),
+            EventKind::TestFinished(TestFinished { outcome, duration }),
+        );
+        state.finished = true;
+        Some(state.lost)
     }
 
     /// Events sent after [`finish`](Self::finish), which were not delivered.
@@ -544,6 +577,45 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(recording.len(), 1, "only the start was delivered");
+    }
+
+    /// An awaited end is the blocking one's: sent once, durable when it resolves, and on a
+    /// shut bus it reports how many events the test lost.
+    #[test]
+    fn an_awaited_finish_ends_the_test_once_and_reports_what_it_lost() {
+        let (run, recording) = run();
+        let ctx = run.begin_test(TestStarted::new("t"));
+        ctx.observe(None, Observation::new("note", Attributes::new()));
+        let ending = ctx.finish_async(TestOutcome::Passed);
+        // Sent before the future is polled: given up, it still ends the test.
+        drop(ending);
+        futures_executor::block_on(ctx.finish_async(TestOutcome::Failed {
+            message: "again".into(),
+        }))
+        .unwrap();
+        ctx.flush().unwrap();
+        let events = recording.events_of(ctx.test_id());
+        assert_eq!(events.len(), 3);
+        assert!(matches!(
+            &events[2].kind,
+            EventKind::TestFinished(TestFinished {
+                outcome: TestOutcome::Passed,
+                ..
+            })
+        ));
+
+        let ctx = run.begin_test(TestStarted::new("u"));
+        futures_executor::block_on(ctx.finish_async(TestOutcome::Passed)).unwrap();
+        assert_eq!(recording.events_of(ctx.test_id()).len(), 2, "durable on return");
+
+        let ctx = run.begin_test(TestStarted::new("v"));
+        run.bus().shutdown().unwrap();
+        ctx.observe(None, Observation::new("lost", Attributes::new()));
+        match futures_executor::block_on(ctx.finish_async(TestOutcome::Passed)) {
+            // The observation and the end.
+            Err(BusError::Closed { lost }) => assert_eq!(lost, 2),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -50,7 +50,7 @@ pub mod redact;
 pub mod report;
 pub mod semconv;
 
-pub use bus::{Bus, BusBuilder, BusError, BusStats, DISPATCHER_NICENESS};
+pub use bus::{Bus, BusBuilder, BusError, BusStats, DISPATCHER_NICENESS, PendingFlush};
 pub use collector::{Collector, CollectorError, RecordingCollector, SharedCollector, render_tree};
 pub use config::{ConfigError, Configuration, Section};
 pub use context::{KitExecutionContext, KitRun, Operation};
