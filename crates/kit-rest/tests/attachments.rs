@@ -85,6 +85,14 @@ fn attachment_text(run: &Run, record: &TestRecord, name: &str) -> String {
 }
 
 async fn two_requests(run: &Run, name: &str) {
+    two_requests_unfinished(run, name)
+        .await
+        .finish(TestOutcome::Passed)
+        .unwrap();
+}
+
+/// The test `name` of the application `api`, signed in and with its items fetched.
+async fn two_requests_unfinished(run: &Run, name: &str) -> KitExecutionContext {
     let ctx = run
         .run
         .begin_test(TestStarted::new(name).with_application(Some("api".into())));
@@ -93,7 +101,7 @@ async fn two_requests(run: &Run, name: &str) {
         .post("/login")
         .await;
     ctx.rest().get("/items").await;
-    ctx.finish(TestOutcome::Passed).unwrap();
+    ctx
 }
 
 #[tokio::test]
@@ -501,4 +509,33 @@ async fn a_shape_kept_from_an_earlier_test_is_redacted_anew_once_a_later_test_le
     let later = shown("second", "rest-02-expected-shape");
     assert!(!later.contains("pw-of-the-second-test"), "{later}");
     assert!(later.contains("\"note\": \"[REDACTED]\""), "{later}");
+}
+
+/// Tests run as tasks of one runtime, all in flight at once, end by awaiting `finish_async`:
+/// none blocks the runtime's one thread, and each test's requests and attachments are in the
+/// archive on disk when its wait resolves.
+#[tokio::test]
+async fn tests_in_flight_on_one_runtime_are_each_durable_when_their_awaited_end_resolves() {
+    let base = serve(api());
+    let run = capturing_run(&base);
+    let test = |i: usize| {
+        let run = &run;
+        async move {
+            let name = format!("in_flight_{i}");
+            two_requests_unfinished(run, &name)
+                .await
+                .finish_async(TestOutcome::Passed)
+                .await
+                .unwrap();
+            let records = tests_of(run);
+            let record = records
+                .iter()
+                .find(|r| r.name == name)
+                .unwrap_or_else(|| panic!("{name} is not in the archive when its end resolved"));
+            assert_eq!(record.outcome, TestOutcome::Passed);
+            assert_eq!(attachments(record).len(), 3, "{name}: {:?}", attachments(record));
+        }
+    };
+    futures_util::future::join_all((0..32).map(test)).await;
+    assert_eq!(tests_of(&run).len(), 32);
 }
