@@ -42,8 +42,10 @@
 //! `KIT_BENCH_HYPER=1`, hyper's HTTP/1 client without reqwest (it shows what reqwest's own
 //! layers cost a request, which a kit on a transport of its own would not pay).
 //!
-//! Scenarios: sequential; 32 in flight (32 tasks on the one runtime; kit tests finish on the
-//! blocking pool, as the runner finishes each test on its own thread); the 1 MiB page,
+//! Scenarios: sequential; 32 in flight (32 tasks on the one runtime; kit tests end by awaiting
+//! `finish_async`, so that no thread of the shared runtime blocks for a commit;
+//! `KIT_BENCH_FINISH=blocking-pool` ends them with `finish` on tokio's blocking pool instead,
+//! as until issue 9's seventy-third stop); the 1 MiB page,
 //! sequential. Prints requests/s (median of the rounds), kit/raw, and the whole process's CPU
 //! time per request (client, server and dispatcher) for each; then kit/raw and kit/that round
 //! by round (lowest, median, highest: each round's sides ran back to back, and the target's
@@ -558,7 +560,36 @@ struct Kit {
     level: u32,
     /// `KIT_BENCH_NICENESS`: how far below the bench's thread the dispatcher runs.
     niceness: u8,
+    /// `KIT_BENCH_FINISH`: how tests in flight together end.
+    finish: ConcurrentFinish,
     _dir: tempfile::TempDir,
+}
+
+/// How a kit test in flight with others on the bench's shared runtime ends.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ConcurrentFinish {
+    /// Awaits `finish_async`: no thread blocks while its commit is made.
+    Awaited,
+    /// `finish` on tokio's blocking pool, as until issue 9's seventy-third stop: blocking
+    /// the shared runtime's thread instead would stall the other 31 tests behind one commit.
+    BlockingPool,
+}
+
+impl ConcurrentFinish {
+    fn from_env() -> Self {
+        match std::env::var("KIT_BENCH_FINISH").unwrap_or_default().as_str() {
+            "" | "await" => ConcurrentFinish::Awaited,
+            "blocking-pool" => ConcurrentFinish::BlockingPool,
+            other => panic!("KIT_BENCH_FINISH={other:?}: expected `await` or `blocking-pool`"),
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            ConcurrentFinish::Awaited => "awaiting finish_async",
+            ConcurrentFinish::BlockingPool => "finish on the blocking pool",
+        }
+    }
 }
 
 impl Kit {
@@ -624,6 +655,7 @@ fn kit(url: &str) -> Kit {
         variant,
         level,
         niceness,
+        finish: ConcurrentFinish::from_env(),
         _dir: dir,
     }
 }
@@ -644,9 +676,9 @@ async fn kit_requests(kit: &Kit, n: usize, first: usize, concurrent: bool) {
                 .match_shape(&shape);
             i += 1;
         }
-        if concurrent {
-            // The runner finishes a test on its own thread, after its runtime; blocking this
-            // shared runtime instead would stall the other 31 tests behind one flush.
+        if concurrent && kit.finish == ConcurrentFinish::Awaited {
+            ctx.finish_async(TestOutcome::Passed).await.unwrap();
+        } else if concurrent {
             tokio::task::spawn_blocking(move || ctx.finish(TestOutcome::Passed))
                 .await
                 .unwrap()
@@ -1258,11 +1290,12 @@ fn main() {
     }
     let stats = kit.run.bus().stats();
     println!(
-        "{rounds} rounds; {n} requests per round ({} per test), {pages} pages of 1 MiB; kit variant: {}, deflate level {}, dispatcher nice +{}; item handler {}; {} events published, {} dispatched",
+        "{rounds} rounds; {n} requests per round ({} per test), {pages} pages of 1 MiB; kit variant: {}, deflate level {}, dispatcher nice +{}, tests in flight together end {}; item handler {}; {} events published, {} dispatched",
         requests_per_test(),
         kit.variant,
         kit.level,
         kit.niceness,
+        kit.finish.describe(),
         work.describe(),
         stats.published,
         stats.dispatched
