@@ -1841,6 +1841,29 @@ mod tests {
         }
     }
 
+    /// A bus from `builder` with a [`Gate`] on it, its dispatcher held in a first event until
+    /// `release` lets it go, and the gate's counts of full and ended-tests flushes.
+    fn held_in_an_event(
+        builder: BusBuilder,
+    ) -> (Bus, crossbeam_channel::Sender<()>, Arc<AtomicU64>, Arc<AtomicU64>) {
+        let (full, ended) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let (entered, entered_rx) = bounded(1);
+        let (release, release_rx) = bounded(1);
+        let bus = builder
+            .collector(Gate {
+                entered,
+                release: release_rx,
+                counts: CountsBoth {
+                    full: Arc::clone(&full),
+                    ended: Arc::clone(&ended),
+                },
+            })
+            .start();
+        bus.publish(event(TestId::generate(), 0)).unwrap();
+        entered_rx.recv().unwrap();
+        (bus, release, full, ended)
+    }
+
     /// Holds the dispatcher inside `finish` until released.
     struct SlowFinish {
         entered: crossbeam_channel::Sender<()>,
@@ -1855,11 +1878,14 @@ mod tests {
         }
     }
 
-    /// A test's end that flushes while the bus is shutting down (its message queued behind
-    /// `Shutdown`, never read) is answered `Closed` once the dispatcher stops, not left to wait
-    /// out its timeout; and the shutdown itself still succeeds.
-    #[test]
-    fn a_flush_queued_behind_a_shutdown_is_answered_closed() {
+    /// A bus shutting down, its dispatcher held in a collector's `finish` (past reading
+    /// `Shutdown`, so what is sent now queues unread) until `release` lets it go, and the
+    /// shutdown's thread.
+    fn shutting_down() -> (
+        Bus,
+        crossbeam_channel::Sender<()>,
+        thread::JoinHandle<Result<BusStats, BusError>>,
+    ) {
         let (entered, entered_rx) = bounded(1);
         let (release, release_rx) = bounded(1);
         let bus = Bus::builder()
@@ -1872,6 +1898,15 @@ mod tests {
         let closing = bus.clone();
         let shutdown = thread::spawn(move || closing.shutdown());
         entered_rx.recv().unwrap();
+        (bus, release, shutdown)
+    }
+
+    /// A test's end that flushes while the bus is shutting down (its message queued behind
+    /// `Shutdown`, never read) is answered `Closed` once the dispatcher stops, not left to wait
+    /// out its timeout; and the shutdown itself still succeeds.
+    #[test]
+    fn a_flush_queued_behind_a_shutdown_is_answered_closed() {
+        let (bus, release, shutdown) = shutting_down();
         // The dispatcher is in `finish`, past reading `Shutdown`: this flush queues unread.
         let flushing = bus.clone();
         let started = Instant::now();
@@ -1894,22 +1929,7 @@ mod tests {
     #[test]
     fn a_request_queued_behind_a_test_end_stays_due() {
         let delay = Duration::from_millis(150);
-        let (full, ended) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
-        let (entered, entered_rx) = bounded(1);
-        let (release, release_rx) = bounded(1);
-        let bus = Bus::builder()
-            .requested_flush_delay(delay)
-            .collector(Gate {
-                entered,
-                release: release_rx,
-                counts: CountsBoth {
-                    full: Arc::clone(&full),
-                    ended: Arc::clone(&ended),
-                },
-            })
-            .start();
-        bus.publish(event(TestId::generate(), 0)).unwrap();
-        entered_rx.recv().unwrap();
+        let (bus, release, full, ended) = held_in_an_event(Bus::builder().requested_flush_delay(delay));
         let ending = {
             let bus = bus.clone();
             thread::spawn(move || bus.flush_ended())
@@ -2047,10 +2067,12 @@ mod tests {
         }
     }
 
-    /// Flushes queued together are answered by one flush of the collectors; each returns only
-    /// once its own events were handled, and each hears of a collector's failure.
-    #[test]
-    fn flushes_queued_together_share_one_collector_flush() {
+    /// Sends `blocking` flushes from threads of their own and `awaited` flushes a task would
+    /// await, each behind an event of its own, while the dispatcher is held on an earlier
+    /// event, then one awaited flush given up at once. All are answered by one flush of the
+    /// collectors, each only once its own events were handled, and each waiter hears of a
+    /// collector's failure.
+    fn flushes_queued_together(blocking: usize, awaited: usize) {
         let (seen, flushes) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
         let at_flush = Arc::new(Mutex::new(Vec::new()));
         let bus = Bus::builder()
@@ -2062,7 +2084,7 @@ mod tests {
             .collector(Panics)
             .start();
         bus.publish(event(TestId::generate(), 0)).unwrap();
-        let threads: Vec<_> = (0..8)
+        let threads: Vec<_> = (0..blocking)
             .map(|_| {
                 let bus = bus.clone();
                 thread::spawn(move || {
@@ -2071,17 +2093,34 @@ mod tests {
                 })
             })
             .collect();
-        for thread in threads {
-            let err = thread.join().unwrap().unwrap_err();
+        let tasks: Vec<_> = (0..awaited)
+            .map(|_| {
+                bus.publish(event(TestId::generate(), 0)).unwrap();
+                bus.flush_ended_async()
+            })
+            .collect();
+        drop(bus.flush_ended_async());
+        let answers = threads
+            .into_iter()
+            .map(|thread| thread.join().unwrap())
+            .chain(tasks.into_iter().map(futures_executor::block_on));
+        for answer in answers {
+            let err = answer.unwrap_err();
             assert!(err.to_string().contains("collector bug"), "{err}");
         }
-        assert_eq!(seen.load(Ordering::SeqCst), 9);
+        let events = 1 + blocking + awaited;
+        assert_eq!(seen.load(Ordering::SeqCst), events as u64);
         assert_eq!(
             *at_flush.lock().unwrap(),
-            vec![9],
-            "one flush, after all nine events"
+            vec![events as u64],
+            "one flush, after all {events} events"
         );
         assert_eq!(flushes.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn flushes_queued_together_share_one_collector_flush() {
+        flushes_queued_together(8, 0);
     }
 
     /// Counts its wake-ups, so a test can poll a future by hand and see when it is woken.
@@ -2108,21 +2147,7 @@ mod tests {
     /// once when its flush is done, and then answers, again if polled again.
     #[test]
     fn an_awaited_flush_resolves_once_every_earlier_event_was_handled() {
-        let (full, ended) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
-        let (entered, entered_rx) = bounded(1);
-        let (release, release_rx) = bounded(1);
-        let bus = Bus::builder()
-            .collector(Gate {
-                entered,
-                release: release_rx,
-                counts: CountsBoth {
-                    full: Arc::clone(&full),
-                    ended: Arc::clone(&ended),
-                },
-            })
-            .start();
-        bus.publish(event(TestId::generate(), 0)).unwrap();
-        entered_rx.recv().unwrap();
+        let (bus, release, full, ended) = held_in_an_event(Bus::builder());
         let mut flush = bus.flush_ended_async();
         let wakes = Arc::new(CountsWakes::default());
         assert!(poll_once(&mut flush, &wakes).is_pending());
@@ -2162,18 +2187,7 @@ mod tests {
     /// queued behind the shutdown and never read, once the dispatcher stops.
     #[test]
     fn an_awaited_flush_of_a_shut_bus_is_answered_closed() {
-        let (entered, entered_rx) = bounded(1);
-        let (release, release_rx) = bounded(1);
-        let bus = Bus::builder()
-            .flush_timeout(Duration::from_secs(30))
-            .collector(SlowFinish {
-                entered,
-                release: release_rx,
-            })
-            .start();
-        let closing = bus.clone();
-        let shutdown = thread::spawn(move || closing.shutdown());
-        entered_rx.recv().unwrap();
+        let (bus, release, shutdown) = shutting_down();
         let mut queued = bus.flush_ended_async();
         let wakes = Arc::new(CountsWakes::default());
         assert!(poll_once(&mut queued, &wakes).is_pending());
@@ -2195,53 +2209,11 @@ mod tests {
         ));
     }
 
-    /// Awaited and blocking flushes queued together share one flush of the collectors, and
-    /// every one of them hears of a collector's failure; an awaited flush given up before its
-    /// answer still flushes.
+    /// Awaited flushes join blocking ones in one flush of the collectors, and an awaited
+    /// flush given up before its answer still flushes.
     #[test]
     fn awaited_and_blocking_flushes_queued_together_share_one_collector_flush() {
-        let (seen, flushes) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
-        let at_flush = Arc::new(Mutex::new(Vec::new()));
-        let bus = Bus::builder()
-            .collector(SlowFirst(
-                Arc::clone(&seen),
-                Arc::clone(&flushes),
-                Arc::clone(&at_flush),
-            ))
-            .collector(Panics)
-            .start();
-        bus.publish(event(TestId::generate(), 0)).unwrap();
-        let blocking: Vec<_> = (0..3)
-            .map(|_| {
-                let bus = bus.clone();
-                thread::spawn(move || {
-                    bus.publish(event(TestId::generate(), 0)).unwrap();
-                    bus.flush()
-                })
-            })
-            .collect();
-        let awaited: Vec<_> = (0..3)
-            .map(|_| {
-                bus.publish(event(TestId::generate(), 0)).unwrap();
-                bus.flush_ended_async()
-            })
-            .collect();
-        drop(bus.flush_ended_async());
-        for flush in blocking {
-            let err = flush.join().unwrap().unwrap_err();
-            assert!(err.to_string().contains("collector bug"), "{err}");
-        }
-        for flush in awaited {
-            let err = futures_executor::block_on(flush).unwrap_err();
-            assert!(err.to_string().contains("collector bug"), "{err}");
-        }
-        assert_eq!(seen.load(Ordering::SeqCst), 7);
-        assert_eq!(
-            *at_flush.lock().unwrap(),
-            vec![7],
-            "one flush, after all seven events"
-        );
-        assert_eq!(flushes.load(Ordering::SeqCst), 1);
+        flushes_queued_together(3, 3);
     }
 
     #[test]
