@@ -2163,6 +2163,37 @@ mod tests {
         assert_eq!(wakes.0.load(Ordering::SeqCst), 1);
     }
 
+    /// Awaited flushes from many threads at once each resolve, and only once their own events
+    /// are handled. A wake-up lost between the dispatcher's answer and the task's waker would
+    /// leave a wait to its deadline (where the deadlines' thread wakes it), which fails the
+    /// test.
+    #[test]
+    fn awaited_flushes_from_many_threads_each_resolve_after_their_own_events() {
+        let timeout = Duration::from_secs(4);
+        let recording = RecordingCollector::new();
+        let bus = Bus::builder()
+            .flush_timeout(timeout)
+            .collector(recording.clone())
+            .start();
+        thread::scope(|s| {
+            for _ in 0..8 {
+                let (bus, recording) = (bus.clone(), recording.clone());
+                s.spawn(move || {
+                    let test = TestId::generate();
+                    for sequence in 0..100 {
+                        bus.publish(event(test, sequence)).unwrap();
+                        let started = Instant::now();
+                        futures_executor::block_on(bus.flush_ended_async()).unwrap();
+                        let waited = started.elapsed();
+                        assert!(waited < timeout / 2, "a flush waited {waited:?}");
+                        assert_eq!(recording.events_of(test).len() as u64, sequence + 1);
+                    }
+                });
+            }
+        });
+        assert_eq!(recording.len(), 800);
+    }
+
     /// A stuck collector times an awaited flush out as it does a blocking one, though nothing
     /// but the dispatcher would ever wake the task.
     #[test]

@@ -71,6 +71,20 @@ impl Shared {
             waker.wake();
         }
     }
+
+    /// At the deadline: answers `timeout` unless answered, and wakes a task still waiting
+    /// either way, so that no wait outlives its deadline, not even one whose answer came and
+    /// whose wake-up went astray in an executor.
+    fn expire(&self, timeout: Duration) {
+        let waker = {
+            let mut slot = self.lock();
+            slot.answer.get_or_insert(Err(BusError::FlushTimedOut(timeout)));
+            slot.waker.take()
+        };
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
 }
 
 /// The dispatcher's end of a task's flush. Dropped unanswered (the dispatcher stopped, or the
@@ -250,7 +264,7 @@ impl Deadlines {
         };
         // Woken outside the lock: a waker may run the task's executor right here.
         for shared in expired {
-            shared.answer(Err(BusError::FlushTimedOut(self.timeout)));
+            shared.expire(self.timeout);
         }
         next.min(self.slack())
     }
