@@ -302,7 +302,8 @@ impl KitExecutionContext {
 
     /// Ends the test: sends [`TestFinished`] with `outcome` and flushes, so that the test's
     /// events are durable when this returns. Later events of the test are not delivered.
-    /// Calling it twice sends nothing the second time.
+    /// Calling it twice sends nothing the second time. A test that runs as a task, among many
+    /// on one runtime, can await [`finish_async`](Self::finish_async) instead.
     pub fn finish(&self, outcome: TestOutcome) -> Result<(), BusError> {
         let Some(lost) = self.send_end(outcome) else {
             return Ok(());
@@ -333,7 +334,7 @@ impl KitExecutionContext {
     /// let host = KitBuilder::new(Configuration::new()).build().unwrap().host;
     /// let run = KitRun::new(host, bus, RunId::new("doc").unwrap());
     ///
-    /// let ctx = run.begin_test(TestStarted::new("adds_two"));
+    /// let ctx = run.begin_test(TestStarted::new("awaits_its_end"));
     /// futures_executor::block_on(ctx.finish_async(TestOutcome::Passed)).unwrap();
     /// // Durable, as after `finish`: the collector has the test's start and end.
     /// assert_eq!(recording.tree(ctx.test_id()), "test\n");
