@@ -57,7 +57,9 @@ impl Shared {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Sets the answer unless one is set, and wakes the task outside the lock.
+    /// Sets the answer unless one is set, and wakes the task outside the lock. The waker stays
+    /// in the slot, for [`expire`](Self::expire) to wake the task again should the answer
+    /// still be there, untaken, at the deadline.
     fn answer(&self, answer: Result<Vec<CollectorError>, BusError>) {
         let waker = {
             let mut slot = self.lock();
@@ -65,16 +67,16 @@ impl Shared {
                 return;
             }
             slot.answer = Some(answer);
-            slot.waker.take()
+            slot.waker.clone()
         };
         if let Some(waker) = waker {
             waker.wake();
         }
     }
 
-    /// At the deadline: answers `timeout` unless answered, and wakes a task still waiting
-    /// either way, so that no wait outlives its deadline, not even one whose answer came and
-    /// whose wake-up went astray in an executor.
+    /// At the deadline, for a flush whose task has not taken an answer: answers `timeout`
+    /// unless answered, and wakes the task either way, so that no wait outlives its deadline,
+    /// not even one whose answer came and whose wake-up went astray.
     fn expire(&self, timeout: Duration) {
         let waker = {
             let mut slot = self.lock();
