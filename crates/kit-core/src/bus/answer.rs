@@ -34,7 +34,11 @@ impl Reply {
             Reply::Thread(tx) => {
                 let _ = tx.send(errors);
             }
-            Reply::Task(reply) => reply.0.answer(Ok(errors)),
+            Reply::Task(mut reply) => {
+                if let Some(shared) = reply.0.take() {
+                    shared.answer(Ok(errors));
+                }
+            }
         }
     }
 }
@@ -89,14 +93,16 @@ impl Shared {
     }
 }
 
-/// The dispatcher's end of a task's flush. Dropped unanswered (the dispatcher stopped, or the
-/// message never reached it), it answers that the bus is closed, so the task never waits for
-/// an answer that cannot come.
-pub(super) struct TaskReply(Arc<Shared>);
+/// The dispatcher's end of a task's flush, `None` once answered. Dropped unanswered (the
+/// dispatcher stopped, or the message never reached it), it answers that the bus is closed,
+/// so the task never waits for an answer that cannot come.
+pub(super) struct TaskReply(Option<Arc<Shared>>);
 
 impl Drop for TaskReply {
     fn drop(&mut self) {
-        self.0.answer(Err(BusError::Closed { lost: 0 }));
+        if let Some(shared) = self.0.take() {
+            shared.answer(Err(BusError::Closed { lost: 0 }));
+        }
     }
 }
 
@@ -117,19 +123,24 @@ impl Drop for TaskReply {
 /// ```
 #[must_use = "a flush's answer says whether the events are durable; await it"]
 pub struct PendingFlush {
-    /// `None` once answered, or when there was nothing to wait for.
-    shared: Option<Arc<Shared>>,
-    /// The outcome, once known: kept so that polling again answers the same.
-    outcome: Option<Result<(), BusError>>,
+    state: Flush,
     /// Events the test lost before its end, reported instead of the flush's own answer (as
     /// [`KitExecutionContext::finish`](crate::KitExecutionContext::finish) does).
     lost: u64,
 }
 
+/// Where a [`PendingFlush`] is.
+enum Flush {
+    /// Waiting for the dispatcher's answer in the slot.
+    Waiting(Arc<Shared>),
+    /// Come to its outcome, kept so that polling again answers the same.
+    Answered(Result<(), BusError>),
+}
+
 impl std::fmt::Debug for PendingFlush {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PendingFlush")
-            .field("answered", &self.outcome.is_some())
+            .field("answered", &matches!(self.state, Flush::Answered(_)))
             .finish_non_exhaustive()
     }
 }
@@ -138,8 +149,7 @@ impl PendingFlush {
     /// A flush with nothing to wait for, already come to `outcome`.
     pub(crate) fn done(outcome: Result<(), BusError>) -> Self {
         PendingFlush {
-            shared: None,
-            outcome: Some(outcome),
+            state: Flush::Answered(outcome),
             lost: 0,
         }
     }
@@ -150,22 +160,20 @@ impl PendingFlush {
         self.lost = lost;
         self
     }
+}
 
-    fn outcome(&self) -> Result<(), BusError> {
-        match &self.outcome {
-            Some(Ok(())) => Ok(()),
-            Some(Err(e)) => Err(e.duplicate()),
-            None => Ok(()),
-        }
-    }
+/// The same outcome again, for a flush polled after it came to it.
+fn again(outcome: &Result<(), BusError>) -> Result<(), BusError> {
+    outcome.as_ref().map_err(BusError::duplicate).copied()
 }
 
 impl Future for PendingFlush {
     type Output = Result<(), BusError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        if let Some(shared) = &self.shared {
-            let answer = {
+        let answer = match &self.state {
+            Flush::Answered(outcome) => return Poll::Ready(again(outcome)),
+            Flush::Waiting(shared) => {
                 let mut slot = shared.lock();
                 match slot.answer.take() {
                     Some(answer) => answer,
@@ -177,17 +185,17 @@ impl Future for PendingFlush {
                         return Poll::Pending;
                     }
                 }
-            };
-            self.shared = None;
-            let outcome = match answer {
-                _ if self.lost > 0 => Err(BusError::Closed { lost: self.lost }),
-                Ok(errors) if errors.is_empty() => Ok(()),
-                Ok(errors) => Err(BusError::Collectors(errors)),
-                Err(e) => Err(e),
-            };
-            self.outcome = Some(outcome);
-        }
-        Poll::Ready(self.outcome())
+            }
+        };
+        let outcome = match answer {
+            _ if self.lost > 0 => Err(BusError::Closed { lost: self.lost }),
+            Ok(errors) if errors.is_empty() => Ok(()),
+            Ok(errors) => Err(BusError::Collectors(errors)),
+            Err(e) => Err(e),
+        };
+        let ready = again(&outcome);
+        self.state = Flush::Answered(outcome);
+        Poll::Ready(ready)
     }
 }
 
@@ -237,10 +245,9 @@ impl Deadlines {
                 .spawn(move || watch(&deadlines));
         });
         (
-            TaskReply(Arc::clone(&shared)),
+            TaskReply(Some(Arc::clone(&shared))),
             PendingFlush {
-                shared: Some(shared),
-                outcome: None,
+                state: Flush::Waiting(shared),
                 lost: 0,
             },
         )
