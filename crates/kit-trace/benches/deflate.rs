@@ -11,7 +11,8 @@
 //! microseconds a segment, MB/s, and the compressed size over the input.
 //!
 //! The ways: zlib-rs through flate2 at level 1 (the writer's, `deflate_quick`), zlib-rs at
-//! level 2 and 6 and with the Huffman-only and run-length strategies at level 1, and
+//! level 2 and 6, with the Huffman-only and run-length strategies at level 1, and at level 1
+//! with the smallest memory level and with an 8 KiB window (flate2 fixes both), and
 //! libdeflate at level 1 in one call (no streaming: the writer deflates a test's lines in
 //! chunks as they come).
 //!
@@ -67,33 +68,46 @@ impl Way for Flate2 {
     }
 }
 
-/// zlib-rs directly, for what flate2 does not expose (the strategy).
-struct ZlibRs(Deflate, i32, Strategy, Vec<u8>);
+/// zlib-rs directly, for what flate2 does not expose (the strategy, the window's size, the
+/// memory level).
+struct ZlibRs(Deflate, DeflateConfig, Vec<u8>);
 
 impl ZlibRs {
     fn new(level: i32, strategy: Strategy, room: usize) -> Self {
+        Self::with(level, strategy, 15, 8, room)
+    }
+
+    fn with(level: i32, strategy: Strategy, window_bits: i32, mem_level: i32, room: usize) -> Self {
         let config = DeflateConfig {
             level,
             method: Method::Deflated,
             // Negative: raw deflate, as in a zip entry.
-            window_bits: -15,
-            mem_level: 8,
+            window_bits: -window_bits,
+            mem_level,
             strategy,
         };
-        ZlibRs(Deflate::new_with_config(config), level, strategy, vec![0; room])
+        ZlibRs(Deflate::new_with_config(config), config, vec![0; room])
     }
 }
 
 impl Way for ZlibRs {
     fn name(&self) -> String {
-        format!("zlib-rs level {}, {:?}", self.1, self.2)
+        let c = &self.1;
+        let mut name = format!("zlib-rs level {}, {:?}", c.level, c.strategy);
+        if c.window_bits != -15 {
+            name += &format!(", {} KiB window", (1 << -c.window_bits) / 1024);
+        }
+        if c.mem_level != 8 {
+            name += &format!(", mem_level {}", c.mem_level);
+        }
+        name
     }
 
     fn compress(&mut self, data: &[u8]) -> usize {
         self.0.reset();
         let before = self.0.total_out();
         self.0
-            .compress(data, &mut self.3, DeflateFlush::SyncFlush)
+            .compress(data, &mut self.2, DeflateFlush::SyncFlush)
             .unwrap();
         (self.0.total_out() - before) as usize
     }
@@ -167,6 +181,10 @@ fn main() {
         Box::new(ZlibRs::new(6, Strategy::Default, room)),
         Box::new(ZlibRs::new(1, Strategy::HuffmanOnly, room)),
         Box::new(ZlibRs::new(1, Strategy::Rle, room)),
+        // What flate2 fixes: zlib's default memory level (the size of the buffer of symbols
+        // between blocks), and the 32 KiB window.
+        Box::new(ZlibRs::with(1, Strategy::Default, 15, 1, room)),
+        Box::new(ZlibRs::with(1, Strategy::Default, 13, 8, room)),
         Box::new(Libdeflate(
             libdeflater::Compressor::new(libdeflater::CompressionLvl::new(1).unwrap()),
             vec![0; room],
