@@ -30,7 +30,7 @@
 
 use std::hint::black_box;
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use flate2::{Compress, Compression, FlushCompress};
@@ -64,8 +64,22 @@ impl Way for Flate2 {
         self.0
             .compress_vec(data, &mut self.2, FlushCompress::Sync)
             .unwrap();
-        self.2.len()
+        let written = self.2.len();
+        whole(self.0.total_in(), data, written, self.2.capacity(), self);
+        written
     }
+}
+
+/// Stops the bench unless `way` compressed all of `data` with its flush complete: all input
+/// read, and the output not full (zlib's rule; a full output may hold back pending bytes). A
+/// segment partly compressed would time less than the way's work.
+fn whole(read: u64, data: &[u8], written: usize, room: usize, way: &dyn Way) {
+    assert!(
+        read == data.len() as u64 && written < room,
+        "{}: {read} of {} bytes read, {written} written into {room}: the flush is not complete",
+        way.name(),
+        data.len()
+    );
 }
 
 /// zlib-rs directly, for what flate2 does not expose (the strategy, the window's size, the
@@ -105,11 +119,13 @@ impl Way for ZlibRs {
 
     fn compress(&mut self, data: &[u8]) -> usize {
         self.0.reset();
-        let before = self.0.total_out();
+        let (read, written) = (self.0.total_in(), self.0.total_out());
         self.0
             .compress(data, &mut self.2, DeflateFlush::SyncFlush)
             .unwrap();
-        (self.0.total_out() - before) as usize
+        let written = (self.0.total_out() - written) as usize;
+        whole(self.0.total_in() - read, data, written, self.2.len(), self);
+        written
     }
 }
 
@@ -126,11 +142,16 @@ impl Way for Libdeflate {
     }
 }
 
-fn segments(archive: &PathBuf) -> Vec<Vec<u8>> {
-    let file = std::fs::File::open(archive)
-        .unwrap_or_else(|e| panic!("KIT_BENCH_ARCHIVE={}: cannot open it: {e}", archive.display()));
+/// Every test segment of `archive`, read whole.
+fn segments(archive: &Path) -> Vec<Vec<u8>> {
+    let file = std::fs::File::open(archive).unwrap_or_else(|e| {
+        panic!(
+            "{}: cannot open it (KIT_BENCH_ARCHIVE names the archive to read): {e}",
+            archive.display()
+        )
+    });
     let mut zip = zip::ZipArchive::new(file)
-        .unwrap_or_else(|e| panic!("KIT_BENCH_ARCHIVE={}: not a zip archive: {e}", archive.display()));
+        .unwrap_or_else(|e| panic!("{}: not a zip archive: {e}", archive.display()));
     let mut found = Vec::new();
     for i in 0..zip.len() {
         let mut entry = zip.by_index(i).unwrap();
