@@ -12,7 +12,7 @@
 //!
 //! The ways: zlib-rs through flate2 at level 1 (the writer's, `deflate_quick`), zlib-rs at
 //! level 2 and 6, with the Huffman-only and run-length strategies at level 1, and at level 1
-//! with the smallest memory level and with an 8 KiB window (flate2 fixes both), and
+//! with the smallest memory level (which flate2 fixes) and with an 8 KiB window, and
 //! libdeflate at level 1 in one call (no streaming: the writer deflates a test's lines in
 //! chunks as they come).
 //!
@@ -82,8 +82,8 @@ fn whole(read: u64, data: &[u8], written: usize, room: usize, way: &dyn Way) {
     );
 }
 
-/// zlib-rs directly, for what flate2 does not expose (the strategy, the window's size, the
-/// memory level).
+/// zlib-rs directly, for what flate2 does not expose (the strategy, the memory level); the
+/// window's size is set here too.
 struct ZlibRs(Deflate, DeflateConfig, Vec<u8>);
 
 impl ZlibRs {
@@ -202,8 +202,8 @@ fn main() {
         Box::new(ZlibRs::new(6, Strategy::Default, room)),
         Box::new(ZlibRs::new(1, Strategy::HuffmanOnly, room)),
         Box::new(ZlibRs::new(1, Strategy::Rle, room)),
-        // What flate2 fixes: zlib's default memory level (the size of the buffer of symbols
-        // between blocks), and the 32 KiB window.
+        // The memory level, which flate2 fixes at zlib's default (it sizes the buffer of
+        // symbols between blocks), and a window smaller than the writer's 32 KiB.
         Box::new(ZlibRs::with(1, Strategy::Default, 15, 1, room)),
         Box::new(ZlibRs::with(1, Strategy::Default, 13, 8, room)),
         Box::new(Libdeflate(
