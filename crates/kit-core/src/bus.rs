@@ -47,6 +47,7 @@ use crate::panic::panic_message;
 
 mod answer;
 pub use answer::PendingFlush;
+pub(crate) use answer::test_end;
 use answer::{Deadlines, Reply};
 
 /// The bus failed to deliver or to complete a flush.

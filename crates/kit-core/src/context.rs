@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::bus::{Bus, BusError, PendingFlush};
+use crate::bus::{Bus, BusError, PendingFlush, test_end};
 use crate::config::Configuration;
 use crate::event::*;
 use crate::host::{Extensions, Host};
@@ -310,13 +310,7 @@ impl KitExecutionContext {
         };
         // Its own end, not the starts of the tests around it: those commit at their due time
         // or with their ends (see `Bus::flush_ended`).
-        let flushed = self.inner.run.bus().flush_ended();
-        // A bus shut down mid-test refuses the flush too; the count of what this test lost
-        // says more than the flush's own refusal.
-        if lost > 0 {
-            return Err(BusError::Closed { lost });
-        }
-        flushed
+        test_end(self.inner.run.bus().flush_ended(), lost)
     }
 
     /// [`finish`](Self::finish) for a task: sends the end at once, and the returned future

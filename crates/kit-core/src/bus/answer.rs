@@ -155,11 +155,21 @@ impl PendingFlush {
     }
 
     /// Reports `lost` events as [`BusError::Closed`] once the flush is answered, whatever its
-    /// answer (a bus shut down mid-test refuses the flush too; the count says more).
+    /// answer (see [`test_end`]).
     pub(crate) fn losing(mut self, lost: u64) -> Self {
         self.lost = lost;
         self
     }
+}
+
+/// A test's end as [`KitExecutionContext::finish`](crate::KitExecutionContext::finish) and
+/// its awaited form report it: the events the test lost, if any, over the flush's own answer
+/// (a bus shut down mid-test refuses the flush too; the count says more).
+pub(crate) fn test_end(flushed: Result<(), BusError>, lost: u64) -> Result<(), BusError> {
+    if lost > 0 {
+        return Err(BusError::Closed { lost });
+    }
+    flushed
 }
 
 /// The same outcome again, for a flush polled after it came to it.
@@ -187,12 +197,12 @@ impl Future for PendingFlush {
                 }
             }
         };
-        let outcome = match answer {
-            _ if self.lost > 0 => Err(BusError::Closed { lost: self.lost }),
+        let flushed = match answer {
             Ok(errors) if errors.is_empty() => Ok(()),
             Ok(errors) => Err(BusError::Collectors(errors)),
             Err(e) => Err(e),
         };
+        let outcome = test_end(flushed, self.lost);
         let ready = again(&outcome);
         self.state = Flush::Answered(outcome);
         Poll::Ready(ready)

@@ -71,8 +71,8 @@ pub(crate) fn runtime() -> tokio::runtime::Runtime {
 /// CPU time by thread: the client (this main thread, which runs the runtime every request is
 /// sent from), the test server's thread, the bus's dispatcher, and the rest (tokio's blocking
 /// pool, where kit tests in flight together ended until issue 9's seventy-third stop, and do
-/// with `KIT_BENCH_FINISH=blocking-pool`). Read from `/proc/self/task/*/schedstat` (Linux; zero elsewhere),
-/// in nanoseconds. A thread that ends within a round takes its time with it, so the parts can
+/// with `KIT_BENCH_FINISH=blocking-pool`). Read from `/proc/self/task/*/schedstat` (Linux;
+/// zero elsewhere), in nanoseconds. A thread that ends within a round takes its time with it, so the parts can
 /// sum to less than the process's total.
 #[derive(Clone, Copy, Default)]
 pub(crate) struct ThreadCpu(pub(crate) [Duration; 4]);
