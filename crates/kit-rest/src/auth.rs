@@ -33,7 +33,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
-use http::{HeaderMap, HeaderName, HeaderValue};
+use http::{HeaderMap, HeaderName};
 use kit_core::{Attributes, Configuration, KitExecutionContext, Observation, semconv};
 use url::Url;
 
@@ -91,7 +91,7 @@ impl AuthTarget<'_> {
     pub fn set_header(&mut self, name: &str, value: &str) -> Result<(), AuthError> {
         let name = HeaderName::try_from(name)
             .map_err(|_| AuthError(format!("{name:?} is not a valid header name")))?;
-        let mut value = HeaderValue::try_from(value)
+        let mut value = crate::request::header_value(value)
             .map_err(|_| AuthError(format!("the value of {name} is not a valid header value")))?;
         value.set_sensitive(true);
         self.headers.insert(name, value);

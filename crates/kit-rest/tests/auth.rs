@@ -908,6 +908,26 @@ impl AuthScheme for Signature {
     }
 }
 
+/// A scheme's header value beyond ASCII goes out as its UTF-8 bytes, as the builder's does
+/// (`http` 1.6 refuses it from text), and is redacted in the record.
+#[tokio::test]
+async fn a_schemes_header_value_beyond_ascii_goes_out_as_its_utf8_bytes() {
+    const SIGNATURE: &str = "sïgnature-✓-0123456789";
+    let f = fixture(&[], |_| {});
+    let ctx = f.test(None);
+    let echoed = ctx.rest().auth(Signature(SIGNATURE)).post("/echo").await;
+    assert!(
+        echoed.content().contains(&format!("x-signature={SIGNATURE}")),
+        "{}",
+        echoed.content()
+    );
+    ctx.finish(TestOutcome::Passed).unwrap();
+    assert_eq!(
+        recorded_request_headers(&f, "x-signature"),
+        [Some("[REDACTED]".to_owned())]
+    );
+}
+
 /// Every entry of the archive, decompressed, one after another.
 fn every_entry(f: &Fixture) -> Vec<u8> {
     let mut reader = ArchiveReader::open(&f.archived.archive).unwrap();

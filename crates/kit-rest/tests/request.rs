@@ -329,6 +329,51 @@ async fn what_cannot_be_sent_fails_the_request_naming_it_and_the_first_problem_w
     );
 }
 
+/// Text beyond ASCII in a header value (the builder's and a sensitive one's; a scheme's in
+/// `auth.rs`) goes out as its UTF-8 bytes and is recorded as that text; `http` 1.6's
+/// `TryFrom<&str>` refuses it, so the kit must not build values that way.
+#[tokio::test]
+async fn a_header_value_beyond_ascii_goes_out_as_its_utf8_bytes() {
+    let router = Router::new().fallback(|headers: axum::http::HeaderMap| async move {
+        let raw = |name: &str| {
+            headers
+                .get(name)
+                .map(|v| v.as_bytes().to_vec())
+                .unwrap_or_default()
+        };
+        [raw("x-name"), raw("x-vault-token")].join(&b'|')
+    });
+    let (_run, recording, ctx) = client_at("orders", &serve(router));
+    let sent = ctx
+        .rest()
+        .header("x-name", "José ✓\tnaïve")
+        .sensitive_header("x-vault-token", "clé-secrète-0123456789")
+        .get("/who")
+        .await;
+    assert_eq!(
+        sent.content(),
+        "José ✓\tnaïve|clé-secrète-0123456789",
+        "the server saw other bytes"
+    );
+    ctx.finish(TestOutcome::Passed).unwrap();
+    let recorded = recording
+        .events_of(ctx.test_id())
+        .into_iter()
+        .find_map(|e| match e.kind {
+            EventKind::OperationStarted(op) if op.name == semconv::OP_HTTP_REQUEST => Some(op.attributes),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(
+        recorded.get_str("http.request.header.x-name"),
+        Some("José ✓\tnaïve")
+    );
+    assert_eq!(
+        recorded.get_str("http.request.header.x-vault-token"),
+        Some("[REDACTED]")
+    );
+}
+
 #[tokio::test]
 async fn an_absolute_url_goes_where_it_says_and_a_route_with_a_colon_stays_under_the_base() {
     let elsewhere = serve(echo());
