@@ -87,7 +87,8 @@ impl AuthTarget<'_> {
         self.http
     }
 
-    /// Sets a header (replacing one the request had).
+    /// Sets a header (replacing one the request had). The value may be any text without
+    /// control characters (a tab aside); text beyond ASCII is sent as its UTF-8 bytes.
     pub fn set_header(&mut self, name: &str, value: &str) -> Result<(), AuthError> {
         let name = HeaderName::try_from(name)
             .map_err(|_| AuthError(format!("{name:?} is not a valid header name")))?;
