@@ -29,6 +29,7 @@ use kit_core::{
 };
 use serde::Serialize;
 
+use crate::request::content_type_text;
 use crate::response::{Body, RestResponse};
 use crate::settings;
 
@@ -230,8 +231,7 @@ impl RestResponse {
         let media = self
             .content_headers()
             .get(http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .map(|ct| format!(", {ct}"))
+            .map(|ct| format!(", {}", content_type_text(ct)))
             .unwrap_or_default();
         out.push_str(&format!(
             "\n  response: {}{media}, {} bytes",
@@ -261,8 +261,8 @@ impl RestResponse {
         let content_type = self
             .content_headers()
             .get(http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok());
-        sanitizer.body(content_type, self.content_bytes())
+            .map(content_type_text);
+        sanitizer.body(content_type.as_deref(), self.content_bytes())
     }
 
     fn header_values(&self, name: &str) -> Vec<String> {
@@ -369,8 +369,7 @@ impl RestResponse {
         let actual = self
             .content_headers()
             .get(http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
+            .map(|v| content_type_text(v).into_owned());
         let media = |ct: &str| ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
         let holds = actual.as_deref().is_some_and(|a| media(a) == media(media_type));
         let shown = actual.clone().unwrap_or_else(|| "missing".into());

@@ -377,6 +377,14 @@ pub(crate) fn header_value(value: &str) -> Result<HeaderValue, http::header::Inv
     HeaderValue::from_bytes(value.as_bytes())
 }
 
+/// A `Content-Type` value as text, its bytes read as UTF-8 (any that are not become U+FFFD).
+/// Not `HeaderValue::to_str`, which refuses anything beyond visible ASCII: a type whose
+/// parameter holds such text (`text/plain; name="résumé"`) would then read as no type at all,
+/// and a content-type assertion would say the response has none.
+pub(crate) fn content_type_text(value: &HeaderValue) -> Cow<'_, str> {
+    String::from_utf8_lossy(value.as_bytes())
+}
+
 /// Header attributes (`http.request.header.<name>` or `http.response.header.<name>`), sanitized.
 fn header_attributes(attributes: &mut Attributes, side: Side, headers: &HeaderMap, sanitizer: &Sanitizer) {
     let pairs = headers.iter().map(|(name, value)| {
@@ -611,10 +619,7 @@ impl PendingRequest {
         let request = request
             .build()
             .map_err(|e| failures.invalid(e.without_url().to_string()))?;
-        let request_content_type = body
-            .as_ref()
-            .and_then(|(_, ct)| ct.to_str().ok())
-            .map(str::to_owned);
+        let request_content_type = body.as_ref().map(|(_, ct)| content_type_text(ct).into_owned());
         let method_text = method_text(&method);
         let mut start_attributes = Attributes::with_capacity(12)
             .with(semconv::HTTP_REQUEST_METHOD, method_text.clone())
@@ -734,8 +739,7 @@ impl PendingRequest {
         let response_content_type = raw
             .headers()
             .get(http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
+            .map(|v| content_type_text(v).into_owned());
         let shown_response_body = sanitizer.recorded_body(response_content_type.as_deref(), raw.body());
         let mut attributes = Attributes::with_capacity(12)
             .with(semconv::HTTP_REQUEST_METHOD, method_text)

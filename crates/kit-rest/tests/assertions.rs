@@ -56,6 +56,15 @@ fn api() -> Router {
             get(|| async { ([(header::CONTENT_TYPE, "application/json")], "null") }),
         )
         .route("/text", get(|| async { "hello" }))
+        .route(
+            "/resume",
+            // A parameter holding text beyond ASCII, as some servers name a download.
+            get(|| async {
+                let content_type =
+                    header::HeaderValue::from_bytes("text/plain; name=\"résumé\"".as_bytes()).unwrap();
+                ([(header::CONTENT_TYPE, content_type)], "hello")
+            }),
+        )
         .route("/five-lines", get(|| async { "one\ntwo\nthree\nfour\nfive" }))
         .route("/six-lines", get(|| async { "one\ntwo\nthree\nfour\nfive\nsix" }))
         .route(
@@ -250,6 +259,28 @@ async fn have_content_type_compares_the_media_type_without_parameters_ignoring_c
             empty.should().have_content_type("application/json");
         })
         .contains("Expected content type 'application/json', but the response has none.")
+    );
+}
+
+/// A content type whose parameter holds text beyond ASCII is still the response's type: it
+/// matches by its media type, and a failure shows it as it came.
+#[tokio::test]
+async fn have_content_type_reads_a_type_with_text_beyond_ascii_in_a_parameter() {
+    let f = fixture();
+    let ctx = f.test();
+    let resume = ctx.rest().get("/resume").await;
+    resume.should().have_content_type("text/plain");
+    let message = failure(|| {
+        resume.should().have_content_type("application/json");
+    });
+    assert!(
+        message
+            .contains(r#"Expected content type 'application/json', but it was 'text/plain; name="résumé"'."#),
+        "{message}"
+    );
+    assert!(
+        message.contains(r#"response: 200 OK, text/plain; name="résumé", 5 bytes"#),
+        "{message}"
     );
 }
 
