@@ -29,7 +29,7 @@ use kit_core::{
 };
 use serde::Serialize;
 
-use crate::request::content_type_text;
+use crate::request::header_text;
 use crate::response::{Body, RestResponse};
 use crate::settings;
 
@@ -231,7 +231,7 @@ impl RestResponse {
         let media = self
             .content_headers()
             .get(http::header::CONTENT_TYPE)
-            .map(|ct| format!(", {}", content_type_text(ct)))
+            .map(|ct| format!(", {}", header_text(ct)))
             .unwrap_or_default();
         out.push_str(&format!(
             "\n  response: {}{media}, {} bytes",
@@ -261,7 +261,7 @@ impl RestResponse {
         let content_type = self
             .content_headers()
             .get(http::header::CONTENT_TYPE)
-            .map(content_type_text);
+            .map(header_text);
         sanitizer.body(content_type.as_deref(), self.content_bytes())
     }
 
@@ -270,7 +270,7 @@ impl RestResponse {
             .get_all(name)
             .iter()
             .chain(self.content_headers().get_all(name).iter())
-            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+            .map(|v| header_text(v).into_owned())
             .collect()
     }
 
@@ -369,7 +369,7 @@ impl RestResponse {
         let actual = self
             .content_headers()
             .get(http::header::CONTENT_TYPE)
-            .map(|v| content_type_text(v).into_owned());
+            .map(|v| header_text(v).into_owned());
         let media = |ct: &str| ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
         let holds = actual.as_deref().is_some_and(|a| media(a) == media(media_type));
         let shown = actual.clone().unwrap_or_else(|| "missing".into());

@@ -377,11 +377,11 @@ pub(crate) fn header_value(value: &str) -> Result<HeaderValue, http::header::Inv
     HeaderValue::from_bytes(value.as_bytes())
 }
 
-/// A `Content-Type` value as text, its bytes read as UTF-8 (any that are not become U+FFFD).
-/// Not `HeaderValue::to_str`, which refuses anything beyond visible ASCII: a type whose
+/// A header value as text, its bytes read as UTF-8 (any that are not become U+FFFD). Not
+/// `HeaderValue::to_str`, which refuses anything beyond visible ASCII: a content type whose
 /// parameter holds such text (`text/plain; name="résumé"`) would then read as no type at all,
 /// and a content-type assertion would say the response has none.
-pub(crate) fn content_type_text(value: &HeaderValue) -> Cow<'_, str> {
+pub(crate) fn header_text(value: &HeaderValue) -> Cow<'_, str> {
     String::from_utf8_lossy(value.as_bytes())
 }
 
@@ -619,7 +619,7 @@ impl PendingRequest {
         let request = request
             .build()
             .map_err(|e| failures.invalid(e.without_url().to_string()))?;
-        let request_content_type = body.as_ref().map(|(_, ct)| content_type_text(ct).into_owned());
+        let request_content_type = body.as_ref().map(|(_, ct)| header_text(ct).into_owned());
         let method_text = method_text(&method);
         let mut start_attributes = Attributes::with_capacity(12)
             .with(semconv::HTTP_REQUEST_METHOD, method_text.clone())
@@ -739,7 +739,7 @@ impl PendingRequest {
         let response_content_type = raw
             .headers()
             .get(http::header::CONTENT_TYPE)
-            .map(|v| content_type_text(v).into_owned());
+            .map(|v| header_text(v).into_owned());
         let shown_response_body = sanitizer.recorded_body(response_content_type.as_deref(), raw.body());
         let mut attributes = Attributes::with_capacity(12)
             .with(semconv::HTTP_REQUEST_METHOD, method_text)
