@@ -283,6 +283,8 @@ pub(crate) fn run(archive: &Path, search: &Search<'_>) -> Result<(), crate::Exit
     let result = audit(archive, search).map_err(crate::Exit::input)?;
     let mut text = String::new();
     for Finding { entry, found } in &result.findings {
+        // The name is the zip's, whoever wrote it.
+        let entry = crate::visible::visible(entry);
         let place = match found.in_base64 {
             None => format!("at byte {}", found.offset),
             Some(within) => format!(

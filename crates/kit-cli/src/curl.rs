@@ -8,6 +8,7 @@ use kit_trace::{ArchiveReader, TraceError};
 
 use crate::exchanges::{Exchange, exchanges};
 use crate::read_ahead;
+use crate::visible::visible;
 use crate::{Exit, write_output};
 
 /// Headers curl sets itself, or that would be wrong to replay as recorded.
@@ -75,7 +76,14 @@ pub(crate) fn command(e: &Exchange) -> String {
         || e.request_body
             .as_ref()
             .is_some_and(|b| b.text.contains("[REDACTED]"));
-    let _ = writeln!(out, "# {} {} (request {}), as recorded", e.method, e.route, e.id);
+    // A line break in the route would end the comment, and the rest would run as a command.
+    let _ = writeln!(
+        out,
+        "# {} {} (request {}), as recorded",
+        visible(&e.method),
+        visible(&e.route),
+        e.id
+    );
     if redacted {
         out.push_str("# [REDACTED] values were secrets: put the real ones back before sending\n");
     }

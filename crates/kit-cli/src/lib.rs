@@ -20,6 +20,7 @@ mod pretty;
 mod progress;
 mod read_ahead;
 mod render;
+mod visible;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -48,15 +49,17 @@ where
         Ok(()) => 0,
         Err(exit) => {
             let mut stderr = std::io::stderr().lock();
+            // A message may name what an archive holds (an entry, a test): shown, not obeyed.
             for line in exit.message.lines() {
-                let _ = writeln!(stderr, "kit-cli: {line}");
+                let _ = writeln!(stderr, "kit-cli: {}", visible::visible(line));
             }
             exit.code
         }
     }
 }
 
-/// A failure with its exit code; each line of the message is printed after `kit-cli: `.
+/// A failure with its exit code; each line of the message is printed after `kit-cli: `, its
+/// control characters escaped.
 pub(crate) struct Exit {
     pub(crate) code: u8,
     pub(crate) message: String,

@@ -264,6 +264,110 @@ fn unusable_inputs_exit_2_with_one_line() {
     assert!(!escaped.exists());
 }
 
+/// Whether `text` holds a control character other than a line break, or a bidirectional
+/// control: what a terminal would obey or reorder rather than show.
+fn holds_hidden(text: &str) -> bool {
+    text.chars().any(|c| {
+        (c.is_control() && c != '\n') || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    })
+}
+
+/// Text an archive holds reaches the terminal as text: an escape sequence, a line break or a
+/// bidirectional override in a test's name, a failure message, a route, an attachment or a zip
+/// entry's name is shown escaped, never obeyed, in the report, in `curl`'s command, in the
+/// audit's findings and in an error's line.
+#[test]
+fn text_from_an_archive_reaches_the_terminal_escaped_never_obeyed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (run, path) = recording(dir.path(), "hostile");
+    // A name that retitles the window, then forges an outcome line of its own.
+    let name = "suite::evil\x1b]0;owned\x07\nPassed suite::forged \u{202e}gnp.exe";
+    let route = "/items\n\x1b[2Jrm -rf ~ #";
+    let ctx = run.begin_test(TestStarted::new(name));
+    let op = ctx.start_operation(
+        None,
+        OperationStarted::new(semconv::OP_HTTP_REQUEST, "REST · GET /items").with_attributes(
+            Attributes::new()
+                .with(semconv::HTTP_REQUEST_METHOD, "GET")
+                .with(semconv::HTTP_ROUTE, route)
+                .with(semconv::URL_FULL, "http://127.0.0.1:9/items"),
+        ),
+    );
+    let request_id = op.id().to_string();
+    op.observe(Observation::new(
+        semconv::OBS_HTTP_RESPONSE,
+        Attributes::new()
+            .with(semconv::HTTP_REQUEST_METHOD, "GET")
+            .with(semconv::HTTP_ROUTE, route)
+            .with(semconv::HTTP_RESPONSE_STATUS_CODE, 500),
+    ));
+    op.end(OperationStatus::Ok, Attributes::new());
+    ctx.attach(
+        None,
+        Attachment::new("body\x1b[8m", "text/plain\x1b[0m", b"x".to_vec()).with_description("\u{9b}2J"),
+    );
+    ctx.finish(TestOutcome::Failed {
+        message: "expected 200, got 500\x1b[1A\x1b[2K: {\"error\":\"\x1b[5mboom\"}".into(),
+    })
+    .unwrap();
+    run.bus().shutdown().unwrap();
+
+    let output = report(&[&path]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(!holds_hidden(&text), "{text:?}");
+    assert!(
+        text.contains(r"Failed suite::evil\u{1b}]0;owned\u{7}\nPassed suite::forged \u{202e}gnp.exe: expected 200, got 500\u{1b}[1A\u{1b}[2K"),
+        "{text}"
+    );
+    assert!(
+        !text.lines().any(|l| l.starts_with("Passed")),
+        "a forged outcome line: {text}"
+    );
+    assert!(text.contains(r"/items\n\u{1b}[2Jrm -rf ~ #"), "{text}");
+    assert!(
+        text.contains(r"body\u{1b}[8m") && text.contains(r"\u{9b}2J"),
+        "{text}"
+    );
+
+    // The command is pasted into a shell: its comment line cannot end early.
+    let output = curl(&path, &request_id);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(!holds_hidden(&text), "{text:?}");
+    assert!(
+        text.starts_with(r"# GET /items\n\u{1b}[2Jrm -rf ~ # (request "),
+        "{text}"
+    );
+    assert!(!text.lines().any(|l| l.starts_with("rm")), "{text}");
+
+    // An entry named by a zip someone else wrote, in the audit's finding and in an error.
+    let crafted = dir.path().join("crafted.kittrace");
+    let mut zip = zip::ZipWriter::new(std::fs::File::create(&crafted).unwrap());
+    let entry = "notes/\x1b]0;owned\x07\u{202e}.json";
+    for (name, data) in [
+        ("mimetype", "application/vnd.kit.trace+zip".to_owned()),
+        (entry, format!(r#"{{"session":"{JWT}"}}"#)),
+    ] {
+        zip.start_file(name, zip::write::SimpleFileOptions::default())
+            .unwrap();
+        std::io::Write::write_all(&mut zip, data.as_bytes()).unwrap();
+    }
+    zip.finish().unwrap();
+    let output = audit(&crafted, None);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(!holds_hidden(&text), "{text:?}");
+    assert!(
+        text.starts_with(r"credential found in entry notes/\u{1b}]0;owned\u{7}\u{202e}.json at byte 12"),
+        "{text}"
+    );
+    assert_eq!(damage_entry(&crafted, 1), entry);
+    let output = audit(&crafted, None);
+    assert_input_error(&output, r"entry notes/\u{1b}]0;owned\u{7}\u{202e}.json of ");
+    assert!(!holds_hidden(&stderr(&output)), "{:?}", stderr(&output));
+}
+
 #[test]
 fn an_openapi_document_that_cannot_be_read_is_the_error_whatever_the_archives_hold() {
     let dir = tempfile::tempdir().unwrap();

@@ -60,7 +60,24 @@ pub(crate) fn render(view: &View) -> Vec<u8> {
     if let Err(e) = report.serialize(&mut out) {
         out = format!("<!-- cannot write JUnit: {e} -->\n").into_bytes();
     }
+    replace_noncharacters(&mut out);
     out
+}
+
+/// U+FFFE and U+FFFF, which XML 1.0 allows nowhere (not even as references), written as
+/// U+FFFD. quick-junit leaves out the control characters XML refuses but passes these: one in
+/// a failure message quoting a response made a document a strict parser refuses whole, and CI
+/// lost every test's result. In UTF-8 their bytes (EF BF BE, EF BF BF) begin with a lead byte,
+/// so they are never the middle of another character.
+fn replace_noncharacters(xml: &mut [u8]) {
+    let mut at = 0;
+    while let Some(found) = xml[at..]
+        .windows(3)
+        .position(|w| matches!(w, [0xEF, 0xBF, 0xBE | 0xBF]))
+    {
+        xml[at + found + 2] = 0xBD;
+        at += found + 3;
+    }
 }
 
 fn test_case(test: &TestRow) -> TestCase {

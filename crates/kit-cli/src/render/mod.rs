@@ -174,6 +174,51 @@ mod tests {
         assert!(junit.contains("&lt;script&gt;"), "{junit}");
     }
 
+    /// Escape sequences, line breaks and bidirectional overrides in a name or a message reach
+    /// a terminal escaped (table, Markdown), and JUnit holds only characters XML allows.
+    #[test]
+    fn control_characters_reach_no_format_raw() {
+        let name = "suite::evil\x1b]0;owned\x07\n\n![x](https://example.invalid/t.png)\u{202e}\u{fffe}";
+        let message = "expected 200\x1b[2K\u{ffff}\r\nsecond line \x1b[5m\r\nthird";
+        let v = view(vec![test(name, "Failed", Some(message))], 1);
+        let raw = |text: &str| text.chars().any(|c| c != '\n' && crate::visible::hidden(c));
+        for format in [Format::Table, Format::Markdown] {
+            let text = render(&v, format);
+            assert!(!raw(&text), "{format:?}: {text:?}");
+            assert!(
+                text.contains(concat!(
+                    r"Failed suite::evil\u{1b}]0;owned\u{7}\n\n![x](https://example.invalid/t.png)\u{202e}",
+                    "\u{fffe}",
+                    r": expected 200\u{1b}[2K",
+                    "\u{ffff}"
+                )),
+                "{format:?}: {text}"
+            );
+            // A name's blank line cannot end an HTML block and start Markdown of its own.
+            assert!(!text.lines().any(|l| l.starts_with("![")), "{format:?}: {text}");
+        }
+        let md = render(&v, Format::Markdown);
+        assert!(
+            md.contains("expected 200\\u{1b}[2K\u{ffff}\nsecond line \\u{1b}[5m\nthird\n```"),
+            "the message whole in its block: {md}"
+        );
+
+        let junit = render(&v, Format::Junit);
+        let xml_char = |c: char| matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{d7ff}' | '\u{e000}'..='\u{fffd}' | '\u{10000}'..);
+        assert!(junit.chars().all(xml_char), "{junit:?}");
+        let suites = junit_parser::from_reader(std::io::Cursor::new(junit.as_bytes())).unwrap();
+        let case = &suites.suites[0].cases[0];
+        // quick-junit leaves escape sequences out; junit-parser reads `classname::name`.
+        assert_eq!(
+            case.name,
+            "suite::evil\n\n![x](https://example.invalid/t.png)\u{202e}\u{fffd}"
+        );
+        let junit_parser::TestStatus::Failure(failure) = &case.status else {
+            panic!("{:?}", case.status)
+        };
+        assert_eq!(failure.message, "expected 200\u{fffd}");
+    }
+
     #[test]
     fn markdown_stays_under_one_mebibyte_and_says_what_it_left_out() {
         let v = view(vec![test("t", "Passed", None)], 40_000);
