@@ -284,7 +284,7 @@ pub(crate) fn run(archive: &Path, search: &Search<'_>) -> Result<(), crate::Exit
     let mut text = String::new();
     for Finding { entry, found } in &result.findings {
         // The name is the zip's, whoever wrote it.
-        let entry = crate::visible::visible(entry);
+        let entry = kit_core::visible::text(entry);
         let place = match found.in_base64 {
             None => format!("at byte {}", found.offset),
             Some(within) => format!(

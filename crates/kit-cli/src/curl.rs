@@ -3,12 +3,11 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use kit_core::EventId;
+use kit_core::{EventId, visible};
 use kit_trace::{ArchiveReader, TraceError};
 
 use crate::exchanges::{Exchange, exchanges};
 use crate::read_ahead;
-use crate::visible::visible;
 use crate::{Exit, write_output};
 
 /// Headers curl sets itself, or that would be wrong to replay as recorded.
@@ -80,8 +79,8 @@ pub(crate) fn command(e: &Exchange) -> String {
     let _ = writeln!(
         out,
         "# {} {} (request {}), as recorded",
-        visible(&e.method),
-        visible(&e.route),
+        visible::text(&e.method),
+        visible::text(&e.route),
         e.id
     );
     if redacted {

@@ -20,7 +20,6 @@ mod pretty;
 mod progress;
 mod read_ahead;
 mod render;
-mod visible;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -51,7 +50,7 @@ where
             let mut stderr = std::io::stderr().lock();
             // A message may name what an archive holds (an entry, a test): shown, not obeyed.
             for line in exit.message.lines() {
-                let _ = writeln!(stderr, "kit-cli: {}", visible::visible(line));
+                let _ = writeln!(stderr, "kit-cli: {}", kit_core::visible::text(line));
             }
             exit.code
         }

@@ -16,7 +16,7 @@ pub(crate) fn merge(shards: &[PathBuf], output: &Path) -> Result<(), Exit> {
         summary.blobs
     );
     for warning in summary.salvaged.iter().chain(&summary.duplicates) {
-        text.push_str(&format!("warning: {}\n", crate::visible::visible(warning)));
+        text.push_str(&format!("warning: {}\n", kit_core::visible::text(warning)));
     }
     write_output(None, text.as_bytes())
 }

@@ -49,6 +49,7 @@ mod panic;
 pub mod redact;
 pub mod report;
 pub mod semconv;
+pub mod visible;
 
 pub use bus::{Bus, BusBuilder, BusError, BusStats, DISPATCHER_NICENESS, PendingFlush};
 pub use collector::{Collector, CollectorError, RecordingCollector, SharedCollector, render_tree};

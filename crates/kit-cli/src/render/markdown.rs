@@ -4,10 +4,10 @@
 use std::fmt::Write as _;
 
 use kit_core::report::{Report, ReportSection};
+use kit_core::visible;
 
 use super::{duration, metric_text, outcome_line, run_line};
 use crate::model::{RunReport, View};
-use crate::visible::{hidden, push_escape, visible, visible_lines};
 
 /// The whole document stays under this (GitHub refuses summaries over 1 MiB).
 const BUDGET: usize = 1024 * 1024 - 16 * 1024;
@@ -102,7 +102,7 @@ fn run_section(out: &mut Budgeted, run: &RunReport) {
         for test in failures {
             out.line(&format!(
                 "<details><summary>{}</summary>",
-                html_escape(&visible(&outcome_line(test)))
+                html_escape(&visible::text(&outcome_line(test)))
             ));
             out.line("");
             out.line("```text");
@@ -114,7 +114,7 @@ fn run_section(out: &mut Budgeted, run: &RunReport) {
                 let _ = write!(body, "\n{}", request.summary());
             }
             // A fence inside the message must not close ours.
-            out.line(&visible_lines(&body.replace("```", "ʼʼʼ")));
+            out.line(&visible::lines(&body.replace("```", "ʼʼʼ")));
             out.line("```");
             out.line("");
             out.line("</details>");
@@ -179,7 +179,7 @@ fn section_text(out: &mut Budgeted, section: &ReportSection, level: &str) {
 
 /// Text safe in a table cell or a line: pipes, HTML and newlines neutralised, Markdown
 /// punctuation escaped so a test name cannot format the page, other control characters
-/// shown as [`visible`] shows them (a summary is read in a terminal too).
+/// shown as [`visible::text`] shows them (a summary is read in a terminal too).
 fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
@@ -192,7 +192,7 @@ fn escape(text: &str) -> String {
             '>' => out.push_str("&gt;"),
             '&' => out.push_str("&amp;"),
             '\n' | '\r' => out.push(' '),
-            c if hidden(c) => push_escape(&mut out, c),
+            c if visible::is_hidden(c) => visible::push_escape(&mut out, c),
             c => out.push(c),
         }
     }

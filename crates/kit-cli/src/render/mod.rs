@@ -181,7 +181,7 @@ mod tests {
         let name = "suite::evil\x1b]0;owned\x07\n\n![x](https://example.invalid/t.png)\u{202e}\u{fffe}";
         let message = "expected 200\x1b[2K\u{ffff}\r\nsecond line \x1b[5m\r\nthird";
         let v = view(vec![test(name, "Failed", Some(message))], 1);
-        let raw = |text: &str| text.chars().any(|c| c != '\n' && crate::visible::hidden(c));
+        let raw = |text: &str| text.chars().any(|c| c != '\n' && kit_core::visible::is_hidden(c));
         for format in [Format::Table, Format::Markdown] {
             let text = render(&v, format);
             assert!(!raw(&text), "{format:?}: {text:?}");

@@ -1,10 +1,11 @@
 //! The terminal format: outcome lines, then tables. Coloured and fitted to the width only
 //! when writing to a terminal. Every piece of text the archive gave is shown through
-//! [`visible`], on a terminal or not: a file written here is read on one too.
+//! [`visible::text`], on a terminal or not: a file written here is read on one too.
 
 use std::fmt::Write as _;
 
 use kit_core::report::{Report, ReportSection};
+use kit_core::visible;
 use tabled::builder::Builder;
 use tabled::settings::object::Columns;
 use tabled::settings::peaker::Priority;
@@ -12,7 +13,6 @@ use tabled::settings::{Style, Width};
 
 use super::{duration, metric_text, outcome_line, run_line};
 use crate::model::{RunReport, View};
-use crate::visible::visible;
 
 /// Longest a list cell (fields never asserted) grows before wrapping, off a terminal.
 const LIST_WIDTH: usize = 72;
@@ -38,9 +38,9 @@ impl Look {
 
     fn table(&self, columns: &[String], rows: impl IntoIterator<Item = Vec<String>>) -> String {
         let mut builder = Builder::default();
-        builder.push_record(columns.iter().map(|c| visible(c)));
+        builder.push_record(columns.iter().map(|c| visible::text(c)));
         for row in rows {
-            builder.push_record(row.iter().map(|c| visible(c)));
+            builder.push_record(row.iter().map(|c| visible::text(c)));
         }
         let mut table = builder.build();
         table.with(Style::rounded());
@@ -84,16 +84,16 @@ pub(crate) fn render(view: &View, terminal: bool) -> String {
         for gate in &view.gates {
             let word = if gate.passed { "held" } else { "FAILED" };
             let painted = style.paint(word, if gate.passed { "Passed" } else { "Failed" });
-            let _ = writeln!(out, "  {painted}: {}", visible(&gate.message));
+            let _ = writeln!(out, "  {painted}: {}", visible::text(&gate.message));
         }
     }
     out
 }
 
 fn run_section(out: &mut String, run: &RunReport, style: &Look) {
-    let _ = writeln!(out, "{}", visible(&run_line(run)));
+    let _ = writeln!(out, "{}", visible::text(&run_line(run)));
     for note in &run.notes {
-        let _ = writeln!(out, "note: {}", visible(note));
+        let _ = writeln!(out, "note: {}", visible::text(note));
     }
     if run.tests.is_empty() {
         return;
@@ -102,7 +102,7 @@ fn run_section(out: &mut String, run: &RunReport, style: &Look) {
     for test in &run.tests {
         let line = outcome_line(test);
         let (word, rest) = line.split_at(test.outcome.len());
-        let _ = writeln!(out, "{}{}", style.paint(word, test.outcome), visible(rest));
+        let _ = writeln!(out, "{}{}", style.paint(word, test.outcome), visible::text(rest));
     }
     out.push('\n');
     let columns = ["Outcome", "Test", "Duration", "Requests", "Attachments"].map(String::from);
@@ -150,14 +150,14 @@ fn section_text(out: &mut String, section: &ReportSection, style: &Look) {
     let _ = writeln!(
         out,
         "{} · {}",
-        visible(&section.category),
-        visible(&section.title)
+        visible::text(&section.category),
+        visible::text(&section.title)
     );
     for metric in &section.metrics {
-        let _ = writeln!(out, "  {}: {}", visible(&metric.name), metric_text(metric));
+        let _ = writeln!(out, "  {}: {}", visible::text(&metric.name), metric_text(metric));
     }
     for note in &section.notes {
-        let _ = writeln!(out, "  note: {}", visible(note));
+        let _ = writeln!(out, "  note: {}", visible::text(note));
     }
     if section.rows.is_empty() {
         out.push_str("  (none)\n\n");
