@@ -26,6 +26,7 @@ use kit_core::json::{
 };
 use kit_core::{
     Attachment, AttributeValue, Attributes, Observation, OperationStarted, OperationStatus, Text, semconv,
+    visible,
 };
 use serde::Serialize;
 
@@ -218,7 +219,10 @@ impl RestResponse {
         std::panic::panic_any(RestAssertionError::new(message, None));
     }
 
-    /// `message`, with known secrets replaced and the request/response summary after it.
+    /// `message`, with known secrets replaced and the request/response summary after it, its
+    /// control characters shown as escapes ([`visible::lines`]): a body or a value quoting a
+    /// terminal's escape sequences is shown as it is, not obeyed by the terminal the failure
+    /// prints to.
     pub(crate) fn finish_message(&self, message: String, with_body: bool) -> String {
         let sanitizer = settings::sanitizer(self.context());
         let mut out = message;
@@ -241,7 +245,7 @@ impl RestResponse {
         if with_body && !self.content_bytes().is_empty() {
             out.push_str(&format!("\n  body:     {}", self.body_excerpt()));
         }
-        sanitizer.text(&out)
+        visible::lines(&sanitizer.text(&out)).into_owned()
     }
 
     /// The first lines of the sanitized body, for a failure's summary.
@@ -333,7 +337,7 @@ impl RestResponse {
         let mut message = self.finish_message(first, false);
         if !body.is_empty() {
             message.push_str("\n  body:\n");
-            message.push_str(&body);
+            message.push_str(&visible::lines(&body));
         }
         let mut attributes = Attributes::with_capacity(5)
             .with(semconv::ASSERTION_EXPECTED, expected.as_u16())

@@ -65,6 +65,11 @@ fn api() -> Router {
                 ([(header::CONTENT_TYPE, content_type)], "hello")
             }),
         )
+        // A build log, coloured for a terminal, as some APIs return one.
+        .route(
+            "/log",
+            get(|| async { "build \x1b[31mfailed\x1b[0m\r\n\tat step 3\x07\x1b]0;owned\x07" }),
+        )
         .route("/five-lines", get(|| async { "one\ntwo\nthree\nfour\nfive" }))
         .route("/six-lines", get(|| async { "one\ntwo\nthree\nfour\nfive\nsix" }))
         .route(
@@ -282,6 +287,41 @@ async fn have_content_type_reads_a_type_with_text_beyond_ascii_in_a_parameter() 
         message.contains(r#"response: 200 OK, text/plain; name="résumé", 5 bytes"#),
         "{message}"
     );
+}
+
+/// A body quoted in a failure reaches the terminal escaped: its colours, bell and window
+/// title are shown, not obeyed, and its carriage return cannot overwrite the line.
+#[tokio::test]
+async fn a_failure_shows_a_bodys_control_characters_escaped() {
+    let f = fixture();
+    let ctx = f.test();
+    let log = ctx.rest().get("/log").await;
+    let hidden = |m: &str| m.chars().any(|c| !matches!(c, '\n' | '\t') && c.is_control());
+    let shown = r"build \u{1b}[31mfailed\u{1b}[0m";
+    let status = failure(|| {
+        log.should().have_http_status(StatusCode::CREATED);
+    });
+    assert!(!hidden(&status), "{status:?}");
+    assert!(
+        status.contains(&format!("{shown}\n\tat step 3\\u{{7}}\\u{{1b}}]0;owned\\u{{7}}")),
+        "{status}"
+    );
+    let content_type = failure(|| {
+        log.should().have_content_type("application/json");
+    });
+    assert!(!hidden(&content_type), "{content_type:?}");
+    assert!(
+        content_type.contains(&format!("body:     {shown}")),
+        "{content_type}"
+    );
+    // Only the message escapes: the error's body field is the body as it came.
+    let payload = catch_unwind(AssertUnwindSafe(|| {
+        log.should().have_http_status(StatusCode::CREATED);
+    }))
+    .unwrap_err();
+    let error = payload.downcast_ref::<RestStatusAssertionError>().unwrap();
+    assert_eq!(error.body, log.content());
+    assert!(error.body.contains("\x1b[31m"), "{:?}", error.body);
 }
 
 #[tokio::test]
