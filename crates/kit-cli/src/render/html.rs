@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 
 use kit_core::report::{Metric, Report, ReportSection};
+use kit_core::visible;
 use kit_coverage::EndpointCoverage;
 
 use super::{duration, metric_text, run_line};
@@ -378,7 +379,9 @@ fn ellipsis(text: &str, max: usize) -> String {
     cut
 }
 
-/// Text for HTML content and attribute values.
+/// Text for HTML content and attribute values. Control characters but line breaks and tabs
+/// (which a `<pre>` block shows as they are) are written as [`visible::text`] writes them: a
+/// browser shows them as nothing, and a bidirectional override would show a name reversed.
 fn esc(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
@@ -388,6 +391,8 @@ fn esc(text: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
+            '\n' | '\r' | '\t' => out.push(c),
+            c if visible::is_hidden(c) => visible::push_escape(&mut out, c),
             c => out.push(c),
         }
     }

@@ -175,7 +175,8 @@ mod tests {
     }
 
     /// Escape sequences, line breaks and bidirectional overrides in a name or a message reach
-    /// a terminal escaped (table, Markdown), and JUnit holds only characters XML allows.
+    /// a terminal escaped (table, Markdown), HTML shows them rather than hide or obey them, and
+    /// JUnit holds only characters XML allows.
     #[test]
     fn control_characters_reach_no_format_raw() {
         let name = "suite::evil\x1b]0;owned\x07\n\n![x](https://example.invalid/t.png)\u{202e}\u{fffe}";
@@ -201,6 +202,22 @@ mod tests {
         assert!(
             md.contains("expected 200\\u{1b}[2K\u{ffff}\nsecond line \\u{1b}[5m\nthird\n```"),
             "the message whole in its block: {md}"
+        );
+
+        let html = render(&v, Format::Html);
+        assert!(
+            !html
+                .chars()
+                .any(|c| !matches!(c, '\n' | '\r' | '\t') && kit_core::visible::is_hidden(c)),
+            "{html:?}"
+        );
+        assert!(
+            html.contains(r"suite::evil\u{1b}]0;owned\u{7}") && html.contains(r"t.png)\u{202e}"),
+            "{html}"
+        );
+        assert!(
+            html.contains("second line \\u{1b}[5m\r\nthird"),
+            "a message's lines as they came: {html}"
         );
 
         let junit = render(&v, Format::Junit);
