@@ -161,4 +161,71 @@ mod tests {
         assert_eq!(lines("a\n\tb\r"), "a\n\tb\\r");
         assert_eq!(lines("\r\n\r\n"), "\n\n");
     }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// Text weighted towards what matters here: controls, bidi marks, breaks, backslashes.
+        fn hostile() -> impl Strategy<Value = String> {
+            let piece = prop_oneof![
+                any::<char>().prop_map(String::from),
+                prop::sample::select(vec![
+                    "\x1b[31m",
+                    "\x1b]0;t\x07",
+                    "\r\n",
+                    "\n",
+                    "\r",
+                    "\t",
+                    "\\",
+                    "\u{9b}",
+                    "\u{85}",
+                    "\u{202e}",
+                    "\u{2069}",
+                    "é",
+                    "表",
+                    "plain",
+                ])
+                .prop_map(str::to_owned),
+            ];
+            prop::collection::vec(piece, 0..24).prop_map(|pieces| pieces.concat())
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(2000))]
+
+            /// One line, nothing hidden, and every character that was not hidden is still there
+            /// in order.
+            #[test]
+            fn text_is_one_line_of_what_was_shown(s in hostile()) {
+                let shown = text(&s);
+                prop_assert!(!shown.chars().any(is_hidden), "{:?}", shown);
+                let kept: String = s.chars().filter(|c| !is_hidden(*c)).collect();
+                let mut rest = shown.chars();
+                prop_assert!(kept.chars().all(|c| rest.any(|d| d == c)), "{:?} in {:?}", kept, shown);
+                prop_assert_eq!(matches!(shown, Cow::Borrowed(_)), !s.chars().any(is_hidden));
+            }
+
+            /// The same lines (a carriage return before a break dropped), tabs kept, nothing
+            /// else hidden.
+            #[test]
+            fn lines_keep_the_lines(s in hostile()) {
+                let shown = lines(&s);
+                prop_assert!(
+                    !shown.chars().any(|c| !matches!(c, '\n' | '\t') && is_hidden(c)),
+                    "{:?}",
+                    shown
+                );
+                let were: Vec<&str> = s.split('\n').collect();
+                let lines: Vec<&str> = shown.split('\n').collect();
+                prop_assert_eq!(lines.len(), were.len());
+                for (i, (line, was)) in lines.iter().zip(&were).enumerate() {
+                    let was = if i + 1 < were.len() { was.strip_suffix('\r').unwrap_or(was) } else { was };
+                    // Between its tabs, a line is what `text` shows.
+                    let pieces: Vec<Cow<'_, str>> = was.split('\t').map(text).collect();
+                    prop_assert_eq!(line.split('\t').collect::<Vec<_>>(), pieces, "{:?}", s);
+                }
+            }
+        }
+    }
 }
