@@ -258,6 +258,11 @@ fn unusable_inputs_exit_2_with_one_line() {
         )
     );
 
+    assert_input_error(
+        &report(&[Path::new("/dev/zero")]),
+        "/dev/zero is not a kittrace archive: it is a device, not a file",
+    );
+
     let (evil, escape, escaped) = common::zip_slip_archive(dir.path());
     let output = report(&[&evil]);
     assert_input_error(&output, &format!("unsafe entry name {escape:?}"));

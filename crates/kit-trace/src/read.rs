@@ -401,7 +401,8 @@ impl std::fmt::Debug for ArchiveReader {
 }
 
 impl ArchiveReader {
-    /// Opens an archive, salvaging it if its end was cut off.
+    /// Opens an archive, salvaging it if its end was cut off. A path naming a folder, a pipe
+    /// or a device is refused ([`TraceError::NotAnArchive`]) without being opened.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, TraceError> {
         Self::open_with(path, ReaderLimits::default())
     }
@@ -414,6 +415,14 @@ impl ArchiveReader {
             action,
             source,
         };
+        // What is there but no file is refused before it is opened: opening a named pipe waits
+        // for a writer, and no reason would be found after. A path that cannot be read at all
+        // is left to `open`, whose error says why.
+        if let Ok(metadata) = std::fs::metadata(&path)
+            && let Some(reason) = not_a_file(&metadata.file_type())
+        {
+            return Err(not_an_archive(&path, reason));
+        }
         // Writers append under this lock; holding it shared while the directory is read means
         // we never see a half-written one. Entries before it never change afterwards.
         let _lock = shared_lock(&path, limits.lock_timeout)?;
@@ -862,6 +871,29 @@ fn not_an_archive(path: &Path, reason: &str) -> TraceError {
         path: path.to_owned(),
         reason: reason.to_owned(),
     }
+}
+
+/// Why what a path names cannot be read as an archive, when it is not a file (links followed).
+fn not_a_file(kind: &std::fs::FileType) -> Option<&'static str> {
+    if kind.is_file() {
+        return None;
+    }
+    if kind.is_dir() {
+        return Some("it is a folder");
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_fifo() {
+            return Some(
+                "it is a pipe; an archive is read from its end, so save the stream to a file and name that",
+            );
+        }
+        if kind.is_socket() {
+            return Some("it is a socket, not a file");
+        }
+    }
+    Some("it is a device, not a file")
 }
 
 fn shared_lock(path: &Path, timeout: Duration) -> Result<Option<File>, TraceError> {

@@ -980,6 +980,43 @@ fn inputs_that_are_not_archives_are_refused_with_a_reason() {
     let other = dir.path().join("other.zip");
     write_zip(&other, &[("readme.txt", b"hi")]);
     assert!(open_err(&other).contains("first entry is not `mimetype`"));
+    assert!(
+        open_err(dir.path()).ends_with("is not a kittrace archive: it is a folder"),
+        "{}",
+        open_err(dir.path())
+    );
+    // A device reads as endless zeros or nothing at all, whatever its size says.
+    assert!(
+        open_err(Path::new("/dev/zero")).ends_with("it is a device, not a file"),
+        "{}",
+        open_err(Path::new("/dev/zero"))
+    );
+}
+
+/// A pipe (a named one, or `<(…)` in a shell) is refused at once, saying why: a zip is read
+/// from its end, which a stream does not have, and opening a named pipe no one writes to
+/// waited for a writer forever.
+#[cfg(unix)]
+#[test]
+fn a_pipe_is_refused_at_once_not_waited_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("stream.kittrace");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let path = fifo.clone();
+    std::thread::spawn(move || tx.send(open_err(&path)).unwrap());
+    let Ok(message) = rx.recv_timeout(std::time::Duration::from_secs(10)) else {
+        // Let the waiting open through before failing, so the thread ends.
+        let _ = std::fs::OpenOptions::new().write(true).open(&fifo);
+        panic!("opening a named pipe no one writes to is still waiting after 10 s");
+    };
+    assert!(
+        message.ends_with(
+            "is not a kittrace archive: it is a pipe; an archive is read from its end, so save the stream to a file and name that"
+        ),
+        "{message}"
+    );
 }
 
 /// An archive whose directory names an entry twice is refused, naming it: a reader keyed by
