@@ -201,6 +201,35 @@ fn files_that_are_missing_or_not_utf8_name_the_file() {
     assert!(message.contains("missing.yaml"), "{message}");
 }
 
+/// A document read as a stream (a pipe from `<(curl …)`, a device) has no size to check before
+/// reading: it is read up to the limit and refused past it, where `/dev/zero` was read until
+/// memory ran out. A document that fits loads through a pipe as from a file.
+#[cfg(unix)]
+#[test]
+fn a_stream_is_read_up_to_the_limit_and_a_document_through_a_pipe_loads() {
+    let error = OpenApiDocument::from_path("/dev/zero").unwrap_err();
+    assert!(
+        matches!(error.problem(), Problem::StreamTooLarge { limit: 268_435_456 }),
+        "{error}"
+    );
+    assert_eq!(
+        error.to_string(),
+        "/dev/zero: it holds more than 268435456 bytes (read as a stream); documents over 268435456 bytes are refused"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("openapi.json");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::write(fifo, with_schemas(r#"{"A":{"type":"object"}}"#)).unwrap())
+    };
+    let document = OpenApiDocument::from_path(&fifo).unwrap();
+    writer.join().unwrap();
+    assert_eq!(document.operations().len(), 1);
+}
+
 #[test]
 fn an_exclusion_that_names_nothing_is_an_error() {
     let doc = std::sync::Arc::new(

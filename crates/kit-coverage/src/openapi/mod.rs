@@ -13,6 +13,7 @@ mod schema;
 mod yaml;
 
 use std::fmt;
+use std::io::Read as _;
 use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
@@ -260,7 +261,16 @@ impl OpenApiDocument {
                 limit: MAX_DOCUMENT_BYTES,
             }));
         }
-        let bytes = std::fs::read(path).map_err(|e| error(Problem::Read(e)))?;
+        // The size above is none for a pipe or a device: read one byte past the limit at most.
+        let mut bytes = Vec::with_capacity(size as usize);
+        std::fs::File::open(path)
+            .and_then(|file| file.take(MAX_DOCUMENT_BYTES as u64 + 1).read_to_end(&mut bytes))
+            .map_err(|e| error(Problem::Read(e)))?;
+        if bytes.len() > MAX_DOCUMENT_BYTES {
+            return Err(error(Problem::StreamTooLarge {
+                limit: MAX_DOCUMENT_BYTES,
+            }));
+        }
         let text = match String::from_utf8(bytes) {
             Ok(text) => text,
             Err(e) => {
@@ -733,6 +743,12 @@ pub enum Problem {
     TooLarge {
         /// Its size.
         bytes: u64,
+        /// The limit.
+        limit: usize,
+    },
+    /// Read as a stream (a pipe, a device: no size to check first), it went on past the limit.
+    #[error("it holds more than {limit} bytes (read as a stream); documents over {limit} bytes are refused")]
+    StreamTooLarge {
         /// The limit.
         limit: usize,
     },
