@@ -66,9 +66,9 @@ pub(crate) fn render(view: &View) -> Vec<u8> {
 
 /// U+FFFE and U+FFFF, which XML 1.0 allows nowhere (not even as references), written as
 /// U+FFFD. quick-junit leaves out the control characters XML refuses but passes these: one in
-/// a failure message quoting a response made a document a strict parser refuses whole, and CI
-/// lost every test's result. In UTF-8 their bytes (EF BF BE, EF BF BF) begin with a lead byte,
-/// so they are never the middle of another character.
+/// a failure message quoting a response makes the document one a strict parser (expat)
+/// refuses whole, every test's result with it. In UTF-8 their bytes (EF BF BE, EF BF BF)
+/// begin with a lead byte, so they are never the middle of another character.
 fn replace_noncharacters(xml: &mut [u8]) {
     let mut at = 0;
     while let Some(found) = xml[at..]
