@@ -3,6 +3,8 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use base64::Engine as _;
+
 use kit_core::{EventId, visible};
 use kit_trace::{ArchiveReader, TraceError};
 
@@ -90,8 +92,16 @@ pub(crate) fn command(e: &Exchange) -> String {
     if body.is_some_and(|b| b.text.contains(" characters truncated]")) {
         out.push_str("# the body was cut when it was recorded: it is not whole\n");
     }
-    if let Some(b) = body.filter(|b| b.base64) {
-        let _ = write!(out, "printf '%s' {} | base64 -d | ", quote(&b.text));
+    // Bytes that were not text are piped in from their base64, and so is text holding a NUL,
+    // which no shell word can carry (bash drops it, and the body sent would not be the one
+    // recorded).
+    let piped = body.and_then(|b| match (b.base64, b.text.contains('\0')) {
+        (true, _) => Some(b.text.clone()),
+        (false, true) => Some(base64::engine::general_purpose::STANDARD.encode(&b.text)),
+        (false, false) => None,
+    });
+    if let Some(encoded) = &piped {
+        let _ = write!(out, "printf '%s' {} | base64 -d | ", quote(encoded));
     }
     out.push_str("curl");
     match e.method.as_str() {
@@ -109,7 +119,7 @@ pub(crate) fn command(e: &Exchange) -> String {
         let _ = write!(out, " \\\n  -H {}", quote(&format!("{name}: {value}")));
     }
     if let Some(b) = body {
-        if b.base64 {
+        if piped.is_some() {
             out.push_str(" \\\n  --data-binary @-");
         } else {
             let _ = write!(out, " \\\n  --data-raw {}", quote(&b.text));
@@ -172,5 +182,29 @@ mod tests {
         assert!(command(&e).contains(
             "printf '%s' 'AAEC/w==' | base64 -d | curl -X 'PUT' 'http://h/x' \\\n  --data-binary @-"
         ));
+    }
+
+    /// A shell word cannot hold a NUL (bash drops it, dash refuses the script): text holding
+    /// one is piped in from its base64 too, so that the body is sent byte for byte.
+    #[test]
+    fn text_holding_a_nul_is_piped_through_base64() {
+        let e = Exchange {
+            id: "2".repeat(16),
+            method: "POST".into(),
+            url: "http://h/x".into(),
+            request_body: Some(Body {
+                text: "a\0b".into(),
+                base64: false,
+            }),
+            ..Exchange::default()
+        };
+        let command = command(&e);
+        assert!(
+            command.contains(
+                "printf '%s' 'YQBi' | base64 -d | curl -X 'POST' 'http://h/x' \\\n  --data-binary @-"
+            ),
+            "{command}"
+        );
+        assert!(!command.contains('\0'), "{command:?}");
     }
 }
