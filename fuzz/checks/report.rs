@@ -4,7 +4,8 @@
 //! audit, and a merge of the archive with a copy of itself (reported again) run over it. An
 //! archive the writer made is usable input: each command exits 0 or 1, never 2, and nothing
 //! panics, however little the events make sense together (operations never started, parents
-//! that are not there, attributes of any type).
+//! that are not there, attributes of any type). The table and Markdown reports hold no control
+//! character but line breaks, and the JUnit report only what XML allows.
 
 use std::path::Path;
 
@@ -90,6 +91,31 @@ fn run_commands(archive: &Path, dir: &Path) {
                 "kit-cli {command} exited {code} and wrote nothing to {file}"
             );
         }
+    }
+    shown_not_obeyed(
+        &out("report.table"),
+        &out("report.markdown"),
+        &out("report.junit"),
+    );
+}
+
+/// Whatever the events hold, the formats read in a terminal hold no control character but
+/// line breaks (written to a file, the table is not coloured), and JUnit only characters
+/// XML 1.0 allows.
+fn shown_not_obeyed(table: &str, markdown: &str, junit: &str) {
+    for file in [table, markdown] {
+        let text = std::fs::read_to_string(file).unwrap();
+        if let Some(c) = text
+            .chars()
+            .find(|c| *c != '\n' && kit_core::visible::is_hidden(*c))
+        {
+            panic!("{file} holds {c:?}: {text:?}");
+        }
+    }
+    let xml = std::fs::read_to_string(junit).unwrap();
+    let allowed = |c: char| matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{d7ff}' | '\u{e000}'..='\u{fffd}' | '\u{10000}'..);
+    if let Some(c) = xml.chars().find(|c| !allowed(*c)) {
+        panic!("{junit} holds {c:?}, which XML does not allow: {xml:?}");
     }
 }
 
