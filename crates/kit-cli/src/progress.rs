@@ -37,7 +37,8 @@ impl Progress {
     pub(crate) fn archive(&self, name: &str, tests: usize) {
         if let Some(bar) = &self.bar {
             bar.inc_length(tests as u64);
-            bar.set_message(name.to_owned());
+            // A file's name is anyone's: shown, not obeyed, like all text from an archive.
+            bar.set_message(kit_core::visible::text(name).into_owned());
         }
     }
 

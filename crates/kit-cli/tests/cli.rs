@@ -1619,6 +1619,14 @@ fn on_a_terminal_outcomes_are_coloured_tables_fit_and_a_bar_shows_the_archive() 
     // NO_COLOR turns colours off on a terminal too.
     let no_colour = on_a_terminal(&args, 60, &[("NO_COLOR", "1")]);
     assert!(!no_colour.contains("\x1b[32mPassed"), "{no_colour:?}");
+
+    // An archive's file name is shown in the bar, not obeyed.
+    let dir = tempfile::tempdir().unwrap();
+    let named = dir.path().join("evil\x1b]0;owned\x07.kittrace");
+    std::fs::copy(&fixture, &named).unwrap();
+    let seen = on_a_terminal(&[Path::new("report"), &named], 60, &[]);
+    assert!(seen.contains(r"evil\u{1b}]0;owned\u{7}.kittrace ["), "{seen:?}");
+    assert!(!seen.contains("evil\x1b"), "{seen:?}");
 }
 
 /// A test of many requests exports in time linear in its events: each end, response and
