@@ -190,8 +190,7 @@ pub(crate) fn audit(archive: &Path, search: &Search<'_>) -> Result<Audit, String
             .map_err(|e| format!("{}: a fingerprint set is damaged: {e}", archive.display()))?;
     }
     if let Some(file) = search.secrets_file {
-        let text = std::fs::read(file)
-            .map_err(|e| format!("{}: cannot read the secrets file: {e}", file.display()))?;
+        let text = read_secrets_file(file)?;
         for line in text.split(|b| *b == b'\n') {
             let line = line.strip_suffix(b"\r").unwrap_or(line);
             scanner.add_secret(line);
@@ -204,6 +203,28 @@ pub(crate) fn audit(archive: &Path, search: &Search<'_>) -> Result<Audit, String
         secrets: scanner.len(),
         findings,
     })
+}
+
+/// Most a secrets file may hold. Secrets are short, and the file may be a stream
+/// (`--secrets-file <(vault …)`), which has no size to check first: `/dev/zero` was read until
+/// memory ran out.
+const MAX_SECRETS_FILE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// The secrets file's bytes, up to [`MAX_SECRETS_FILE_BYTES`].
+fn read_secrets_file(file: &Path) -> Result<Vec<u8>, String> {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    std::fs::File::open(file)
+        .and_then(|f| f.take(MAX_SECRETS_FILE_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|e| format!("{}: cannot read the secrets file: {e}", file.display()))?;
+    if bytes.len() as u64 > MAX_SECRETS_FILE_BYTES {
+        return Err(format!(
+            "{}: the secrets file holds more than {} MiB; secrets are one a line, and a file that large is not a list of them",
+            file.display(),
+            MAX_SECRETS_FILE_BYTES / (1024 * 1024)
+        ));
+    }
+    Ok(bytes)
 }
 
 /// Threads scanning entries: one per core, up to four. Entries are independent, and inflating

@@ -521,6 +521,11 @@ fn audit_passes_a_clean_archive_and_names_the_entry_of_a_leak() {
         &audit(&clean, Some(&clean_dir.path().join("nope.txt"))),
         "cannot read the secrets file",
     );
+    // A stream has no size to check first: it is read up to the limit, and refused past it.
+    assert_input_error(
+        &audit(&clean, Some(Path::new("/dev/zero"))),
+        "/dev/zero: the secrets file holds more than 64 MiB",
+    );
     assert_input_error(
         &audit(&clean_dir.path().join("missing.kittrace"), None),
         "missing.kittrace: no such file or folder",
