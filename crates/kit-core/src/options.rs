@@ -24,6 +24,8 @@
 //! assert_eq!(options.configuration_section_name(), "Kit:Rest:Attachments");
 //! ```
 
+use std::time::Duration;
+
 use crate::config::{ConfigError, Configuration, Section};
 
 /// Headers redacted by default.
@@ -76,6 +78,10 @@ pub const DEFAULT_MAX_DIAGNOSTIC_BODY_LENGTH: usize = 65_536;
 /// The default cap on response bodies, in bytes (10 MiB).
 pub const DEFAULT_MAX_RESPONSE_BODY_BYTES: u64 = 10 * 1024 * 1024;
 
+/// The default time a request may take, from its sending to its body's last byte: 100 s, as
+/// .NET's `HttpClient`, for which the specification was written, waits by default.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(100);
+
 /// The section HTTP attachment options bind from when a protocol names none.
 pub const HTTP_ATTACHMENTS_SECTION: &str = "Kit:Http:Attachments";
 /// The section HTTP response options bind from when a protocol names none.
@@ -99,6 +105,23 @@ fn bind_bool(section: &Section<'_>, name: &str, slot: &mut bool) -> Result<(), C
         *slot = v;
     }
     Ok(())
+}
+
+/// A configured time in seconds, fractions allowed; 0 is no limit.
+struct Seconds(Option<Duration>);
+
+impl std::str::FromStr for Seconds {
+    type Err = ();
+
+    fn from_str(text: &str) -> Result<Self, ()> {
+        let seconds: f64 = text.parse().map_err(|_| ())?;
+        match Duration::try_from_secs_f64(seconds) {
+            Ok(Duration::ZERO) => Ok(Seconds(None)),
+            Ok(duration) => Ok(Seconds(Some(duration))),
+            // Negative, not a number, or past what a Duration holds.
+            Err(_) => Err(()),
+        }
+    }
 }
 
 fn bind_number<T: std::str::FromStr>(
@@ -281,6 +304,12 @@ pub struct RestResponseOptions {
     pub max_response_body_bytes: u64,
     /// Cap on bodies in failure messages, in characters (default 65 536).
     pub max_diagnostic_body_length: usize,
+    /// How long a request may take, from its sending to its body's last byte, before it fails
+    /// as a timeout (default [`DEFAULT_REQUEST_TIMEOUT`]; `None`: as long as it takes). A
+    /// server that never answers then fails its test, where it would hang it and the run.
+    /// Configured as `TimeoutSeconds` (a number; 0 for no limit). A client's own
+    /// `configure(|b| b.timeout(…))` wins for that client.
+    pub timeout: Option<Duration>,
     configuration_section_name: String,
 }
 
@@ -296,6 +325,7 @@ impl RestResponseOptions {
         RestResponseOptions {
             max_response_body_bytes: DEFAULT_MAX_RESPONSE_BODY_BYTES,
             max_diagnostic_body_length: DEFAULT_MAX_DIAGNOSTIC_BODY_LENGTH,
+            timeout: Some(DEFAULT_REQUEST_TIMEOUT),
             configuration_section_name: section.to_owned(),
         }
     }
@@ -305,7 +335,8 @@ impl RestResponseOptions {
         &self.configuration_section_name
     }
 
-    /// Binds `MaxResponseBodyBytes` and `MaxDiagnosticBodyLength` from this instance's section.
+    /// Binds `MaxResponseBodyBytes`, `MaxDiagnosticBodyLength` and `TimeoutSeconds` from this
+    /// instance's section.
     pub fn bind(&mut self, configuration: &Configuration) -> Result<(), ConfigError> {
         let section = configuration.section(&self.configuration_section_name);
         bind_number(
@@ -318,6 +349,11 @@ impl RestResponseOptions {
             "MaxDiagnosticBodyLength",
             &mut self.max_diagnostic_body_length,
         )?;
+        if let Some(Seconds(timeout)) =
+            section.get_parsed("TimeoutSeconds", "a number of seconds (0 for no limit)")?
+        {
+            self.timeout = timeout;
+        }
         Ok(())
     }
 
@@ -454,6 +490,32 @@ mod tests {
             Some("ssn")
         );
         assert_eq!(o.configuration_section_name(), "Kit:Rest:Attachments");
+    }
+
+    #[test]
+    fn the_timeout_is_100_seconds_unless_configured_and_0_is_none() {
+        assert_eq!(
+            RestResponseOptions::default().timeout,
+            Some(Duration::from_secs(100))
+        );
+        let resolve = |value: &str| {
+            RestResponseOptions::resolve(
+                Some("Kit:Rest:Responses"),
+                [],
+                &config(&[("Kit:Rest:Responses:TimeoutSeconds", value)]),
+            )
+        };
+        assert_eq!(resolve("2.5").unwrap().timeout, Some(Duration::from_millis(2500)));
+        assert_eq!(resolve(" 30 ").unwrap().timeout, Some(Duration::from_secs(30)));
+        assert_eq!(resolve("0").unwrap().timeout, None);
+        for bad in ["-1", "soon", "NaN", "inf", "1e30"] {
+            let err = resolve(bad).unwrap_err().to_string();
+            assert!(
+                err.contains("Kit:Rest:Responses:TimeoutSeconds")
+                    && err.contains("a number of seconds (0 for no limit)"),
+                "{bad}: {err}"
+            );
+        }
     }
 
     #[test]

@@ -593,6 +593,11 @@ fn build_client(
         .cookie_store(true)
         // A 3xx and its Location must reach the test's assertions.
         .redirect(reqwest::redirect::Policy::none());
+    // A server that never answers fails the test instead of hanging it; set before the
+    // callbacks, so that a client's own `timeout` wins.
+    if let Some(timeout) = crate::settings::timeout(ctx) {
+        builder = builder.timeout(timeout);
+    }
     // Without callbacks, the client gets the process's TLS configuration: reqwest's own loads
     // and parses every root certificate of the platform, milliseconds that would otherwise be
     // paid by every test (the shared one loads them once, at the process's first handshake).

@@ -323,6 +323,52 @@ async fn response_options_are_first_wins_and_bind_from_kit_rest_responses() {
     );
 }
 
+/// A server that never answers fails its request at `Kit:Rest:Responses:TimeoutSeconds` (100 s
+/// unless configured), where the request waited forever and hung its test and the run; a
+/// client's own `timeout` wins for that client.
+#[tokio::test]
+async fn a_server_that_never_answers_fails_the_request_at_the_timeout() {
+    let base = serve(Router::new().route("/stuck", get(std::future::pending::<&'static str>)));
+    let mut config = Configuration::new();
+    config.set("Kit:Rest:Responses:TimeoutSeconds", "0.3");
+    let run = run_with(config, |kit| {
+        kit.add_application("api", |app| {
+            app.add_rest(|rest| {
+                rest.add_client().base_url(&base);
+                rest.add_client()
+                    .named("patient")
+                    .base_url(&base)
+                    .configure(|b| b.timeout(std::time::Duration::from_millis(1500)));
+            });
+        });
+    });
+    let ctx = run
+        .run
+        .begin_test(TestStarted::new("t").with_application(Some("api".into())));
+    for (request, at_least) in [
+        (ctx.rest(), std::time::Duration::from_millis(300)),
+        (ctx.rest_named("patient"), std::time::Duration::from_millis(1500)),
+    ] {
+        let started = std::time::Instant::now();
+        let sent = tokio::time::timeout(
+            std::time::Duration::from_secs(20),
+            request.get("/stuck").try_send(),
+        )
+        .await
+        .expect("the request is still waiting after 20 s");
+        let waited = started.elapsed();
+        let err = sent.unwrap_err();
+        assert!(
+            matches!(&err, RestError::Transport { message, .. } if message.contains("timed out")),
+            "{err}"
+        );
+        assert!(
+            waited >= at_least,
+            "failed after {waited:?}, before its {at_least:?}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn a_misconfigured_option_fails_requests_naming_the_key() {
     let base = serve(api());
