@@ -115,12 +115,13 @@ impl std::str::FromStr for Seconds {
 
     fn from_str(text: &str) -> Result<Self, ()> {
         let seconds: f64 = text.parse().map_err(|_| ())?;
-        match Duration::try_from_secs_f64(seconds) {
-            Ok(Duration::ZERO) => Ok(Seconds(None)),
-            Ok(duration) => Ok(Seconds(Some(duration))),
-            // Negative, not a number, or past what a Duration holds.
-            Err(_) => Err(()),
+        if seconds == 0.0 {
+            return Ok(Seconds(None));
         }
+        // Negative, not a number, or past what a Duration holds, refused.
+        Duration::try_from_secs_f64(seconds)
+            .map(|duration| Seconds(Some(duration)))
+            .map_err(|_| ())
     }
 }
 
@@ -508,6 +509,9 @@ mod tests {
         assert_eq!(resolve("2.5").unwrap().timeout, Some(Duration::from_millis(2500)));
         assert_eq!(resolve(" 30 ").unwrap().timeout, Some(Duration::from_secs(30)));
         assert_eq!(resolve("0").unwrap().timeout, None);
+        assert_eq!(resolve("0.0").unwrap().timeout, None);
+        // Only 0 is no limit: a time too short to count is still a limit.
+        assert_eq!(resolve("1e-12").unwrap().timeout, Some(Duration::ZERO));
         for bad in ["-1", "soon", "NaN", "inf", "1e30"] {
             let err = resolve(bad).unwrap_err().to_string();
             assert!(
