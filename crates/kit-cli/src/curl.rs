@@ -1,5 +1,6 @@
 //! `kit-cli curl`: a traced request as a curl command.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -96,8 +97,10 @@ pub(crate) fn command(e: &Exchange) -> String {
     // which no shell word can carry (bash drops it, and the body sent would not be the one
     // recorded).
     let piped = body.and_then(|b| match (b.base64, b.text.contains('\0')) {
-        (true, _) => Some(b.text.clone()),
-        (false, true) => Some(base64::engine::general_purpose::STANDARD.encode(&b.text)),
+        (true, _) => Some(Cow::Borrowed(b.text.as_str())),
+        (false, true) => Some(Cow::Owned(
+            base64::engine::general_purpose::STANDARD.encode(&b.text),
+        )),
         (false, false) => None,
     });
     if let Some(encoded) = &piped {

@@ -595,7 +595,7 @@ fn build_client(
         .redirect(reqwest::redirect::Policy::none());
     // A server that never answers fails the test instead of hanging it; set before the
     // callbacks, so that a client's own `timeout` wins.
-    if let Some(timeout) = crate::settings::timeout(ctx) {
+    if let Some(timeout) = crate::settings::for_attachments(ctx).responses.timeout {
         builder = builder.timeout(timeout);
     }
     // Without callbacks, the client gets the process's TLS configuration: reqwest's own loads

@@ -151,15 +151,6 @@ pub(crate) fn for_response(ctx: &KitExecutionContext) -> (usize, usize) {
     }
 }
 
-/// How long a request of this host may take (the default when REST's options are
-/// misconfigured: requests report that already).
-pub(crate) fn timeout(ctx: &KitExecutionContext) -> Option<std::time::Duration> {
-    match &*ctx.host().singleton(resolve) {
-        Ok(s) => s.responses.timeout,
-        Err(_) => RestResponseOptions::default().timeout,
-    }
-}
-
 /// REST's settings (defaults when they are misconfigured: requests report that already).
 pub(crate) fn for_attachments(ctx: &KitExecutionContext) -> Arc<RestSettings> {
     match &*ctx.host().singleton(resolve) {
