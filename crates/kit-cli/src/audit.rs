@@ -5,6 +5,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use base64::Engine as _;
+use kit_core::file::ReadBoundedError;
 use kit_core::redact::{LeakScanner, first_credential, utf16_text};
 use kit_trace::{ArchiveReader, TraceError};
 use memchr::memmem;
@@ -212,19 +213,14 @@ const MAX_SECRETS_FILE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// The secrets file's bytes, up to [`MAX_SECRETS_FILE_BYTES`].
 fn read_secrets_file(file: &Path) -> Result<Vec<u8>, String> {
-    use std::io::Read as _;
-    let mut bytes = Vec::new();
-    std::fs::File::open(file)
-        .and_then(|f| f.take(MAX_SECRETS_FILE_BYTES + 1).read_to_end(&mut bytes))
-        .map_err(|e| format!("{}: cannot read the secrets file: {e}", file.display()))?;
-    if bytes.len() as u64 > MAX_SECRETS_FILE_BYTES {
-        return Err(format!(
+    kit_core::file::read_bounded(file, MAX_SECRETS_FILE_BYTES).map_err(|e| match e {
+        ReadBoundedError::TooLarge { .. } => format!(
             "{}: the secrets file holds more than {} MiB; secrets are one a line, and a file that large is not a list of them",
             file.display(),
             MAX_SECRETS_FILE_BYTES / (1024 * 1024)
-        ));
-    }
-    Ok(bytes)
+        ),
+        e => format!("{}: cannot read the secrets file: {e}", file.display()),
+    })
 }
 
 /// Threads scanning entries: one per core, up to four. Entries are independent, and inflating

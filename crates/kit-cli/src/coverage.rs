@@ -122,18 +122,12 @@ fn configuration(config: Option<&Path>) -> Result<(Configuration, PathBuf), Stri
         Some(p) => p.to_path_buf(),
         None => std::env::current_dir().map_err(|e| format!("cannot read the current folder: {e}"))?,
     };
-    let mut configuration = if path.is_file() {
-        let text =
-            std::fs::read_to_string(&path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-        let origin = path.display().to_string();
-        if path.extension().is_some_and(|e| e == "json") {
-            Configuration::from_json_str(&text, &origin)
-        } else {
-            Configuration::from_toml_str(&text, &origin)
-        }
-        .map_err(|e| e.to_string())?
-    } else if path.is_dir() {
+    let mut configuration = if path.is_dir() {
         Configuration::load_files(&path).map_err(|e| e.to_string())?
+    } else if path.exists() {
+        // Whatever is there that is not a folder is read as a file: a named pipe or a device
+        // is refused by name, a file past the limit by its size.
+        Configuration::load_file(&path).map_err(|e| e.to_string())?
     } else {
         return Err(format!(
             "{}: no such configuration file or folder",

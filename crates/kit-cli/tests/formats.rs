@@ -843,6 +843,77 @@ fn coverage_takes_its_document_and_gates_from_configuration_and_flags_win() {
     assert_eq!(operations(&["--exclude-deprecated"]), (4, 4));
 }
 
+/// What `--config` names is read with the library's bounds: a named pipe is refused at once
+/// (opened, it would wait for a writer forever), a file past 16 MiB by its size, bytes that are
+/// not UTF-8 with their offset; each error names the file.
+#[cfg(unix)]
+#[test]
+fn coverage_refuses_a_configuration_that_is_no_file_or_too_large() {
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+
+    let dir = tempfile::tempdir().unwrap();
+    let pipe = dir.path().join("kit.toml");
+    assert!(Command::new("mkfifo").arg(&pipe).status().unwrap().success());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kit-cli"))
+        .arg("coverage")
+        .arg(fixture())
+        .arg("--config")
+        .arg(&pipe)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("kit-cli waited on the pipe");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
+    assert_eq!(
+        text(&output.stderr),
+        format!(
+            "kit-cli: configuration file {} is a named pipe, not a file\n",
+            pipe.display()
+        )
+    );
+
+    let large = dir.path().join("large.toml");
+    std::fs::File::create(&large)
+        .unwrap()
+        .set_len(16 * 1024 * 1024 + 1)
+        .unwrap();
+    let (code, stderr, _) = coverage_json(&["--config".as_ref(), large.as_os_str()]);
+    assert_eq!(
+        (code, stderr),
+        (
+            Some(2),
+            format!(
+                "kit-cli: configuration file {} is 16777217 bytes; configuration files over 16777216 bytes are refused\n",
+                large.display()
+            )
+        )
+    );
+
+    let latin1 = dir.path().join("latin1.json");
+    std::fs::write(&latin1, b"{\"Kit\": {\"Name\": \"caf\xe9\"}}").unwrap();
+    let (code, stderr, _) = coverage_json(&["--config".as_ref(), latin1.as_os_str()]);
+    assert_eq!(
+        (code, stderr),
+        (
+            Some(2),
+            format!(
+                "kit-cli: configuration file {} is not valid JSON: invalid UTF-8 at byte 21\n",
+                latin1.display()
+            )
+        )
+    );
+}
+
 /// The values of a span's (or a span event's) attribute `key`, one per time it is listed.
 fn span_attributes<'a>(item: &'a Value, key: &str) -> Vec<&'a Value> {
     item["attributes"]

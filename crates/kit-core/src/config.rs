@@ -34,6 +34,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
+use crate::file::ReadBoundedError;
+
 /// A configuration file could not be read, or a value does not parse.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -45,6 +47,25 @@ pub enum ConfigError {
         path: PathBuf,
         /// Why.
         source: std::io::Error,
+    },
+    /// The name is taken by something that is not a file: a folder, a named pipe (which would
+    /// wait for a writer), a socket or a device.
+    #[error("configuration file {path} is {kind}, not a file")]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+        /// What it is (`a folder`, `a named pipe`, …).
+        kind: &'static str,
+    },
+    /// The file is larger than a configuration file may be ([`MAX_CONFIG_FILE_BYTES`]).
+    #[error("configuration file {path} is {size} bytes; configuration files over {limit} bytes are refused")]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// Its size.
+        size: u64,
+        /// The limit.
+        limit: u64,
     },
     /// The file is not valid TOML or JSON.
     #[error("configuration file {origin} is not valid {format}: {message}")]
@@ -88,6 +109,44 @@ pub struct Configuration {
 /// The file names looked for beside the test crate's manifest, in load order.
 pub const CONFIG_FILES: [&str; 2] = ["kit.toml", "kit.json"];
 
+/// The most a configuration file may hold: far past any real one, and a bound on what a
+/// mistake (a generated file, a log written under the name) costs every test binary's start.
+pub const MAX_CONFIG_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The bytes of the configuration file at `path`, or `None` when there is none.
+fn read_file(path: &Path) -> Result<Option<Vec<u8>>, ConfigError> {
+    let read_error = |source| ConfigError::Read {
+        path: path.to_owned(),
+        source,
+    };
+    // Checked before opening: a named pipe of that name would wait for a writer, and every
+    // test binary's start with it.
+    match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => return Err(read_error(source)),
+        Ok(metadata) => {
+            if let Some(kind) = crate::file::not_a_file(&metadata.file_type()) {
+                return Err(ConfigError::NotAFile {
+                    path: path.to_owned(),
+                    kind,
+                });
+            }
+        }
+    }
+    match crate::file::read_bounded(path, MAX_CONFIG_FILE_BYTES) {
+        Ok(bytes) => Ok(Some(bytes)),
+        // Removed since it was looked at: as if it had not been there.
+        Err(ReadBoundedError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(ReadBoundedError::Io(source)) => Err(read_error(source)),
+        Err(ReadBoundedError::TooLarge { size, limit }) => Err(ConfigError::TooLarge {
+            path: path.to_owned(),
+            // A file swapped for a stream since it was looked at: the bytes read.
+            size: size.unwrap_or(limit + 1),
+            limit,
+        }),
+    }
+}
+
 impl Configuration {
     /// An empty configuration.
     pub fn new() -> Self {
@@ -109,25 +168,49 @@ impl Configuration {
         let mut config = Configuration::new();
         for name in CONFIG_FILES {
             let path = dir.join(name);
-            let bytes = match std::fs::read(&path) {
-                Ok(bytes) => bytes,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(source) => return Err(ConfigError::Read { path, source }),
-            };
-            let origin = path.display().to_string();
-            let text = String::from_utf8(bytes).map_err(|e| ConfigError::Parse {
-                origin: origin.clone(),
-                format: if name.ends_with("toml") { "TOML" } else { "JSON" },
-                message: format!("invalid UTF-8 at byte {}", e.utf8_error().valid_up_to()),
-            })?;
-            let layer = if name.ends_with("toml") {
-                Self::from_toml_str(&text, &origin)?
-            } else {
-                Self::from_json_str(&text, &origin)?
-            };
-            config.merge(layer);
+            if let Some(bytes) = read_file(&path)? {
+                config.merge(Self::parse_file(&path, bytes)?);
+            }
         }
         Ok(config)
+    }
+
+    /// Loads one configuration file, without the environment: JSON when its name ends in
+    /// `.json`, TOML otherwise. Unlike [`load_files`](Self::load_files), a missing file is an
+    /// error.
+    ///
+    /// ```
+    /// use kit_core::Configuration;
+    ///
+    /// let path = std::env::temp_dir().join(format!("kit-load-file-{}.json", std::process::id()));
+    /// std::fs::write(&path, r#"{"Kit": {"Rest": {"Timeout": "5"}}}"#).unwrap();
+    /// let config = Configuration::load_file(&path).unwrap();
+    /// assert_eq!(config.get("Kit:Rest:Timeout"), Some("5"));
+    /// # std::fs::remove_file(&path).unwrap();
+    /// ```
+    pub fn load_file(path: &Path) -> Result<Self, ConfigError> {
+        match read_file(path)? {
+            Some(bytes) => Self::parse_file(path, bytes),
+            None => Err(ConfigError::Read {
+                path: path.to_owned(),
+                source: std::io::ErrorKind::NotFound.into(),
+            }),
+        }
+    }
+
+    fn parse_file(path: &Path, bytes: Vec<u8>) -> Result<Self, ConfigError> {
+        let json = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
+        let origin = path.display().to_string();
+        let text = String::from_utf8(bytes).map_err(|e| ConfigError::Parse {
+            origin: origin.clone(),
+            format: if json { "JSON" } else { "TOML" },
+            message: format!("invalid UTF-8 at byte {}", e.utf8_error().valid_up_to()),
+        })?;
+        if json {
+            Self::from_json_str(&text, &origin)
+        } else {
+            Self::from_toml_str(&text, &origin)
+        }
     }
 
     /// Parses TOML text; `origin` names it in messages.
@@ -536,16 +619,58 @@ mod tests {
     }
 
     #[test]
-    fn a_file_that_cannot_be_read_is_named_in_the_error() {
+    fn a_name_taken_by_no_file_is_named_in_the_error() {
         let dir = tempfile::tempdir().unwrap();
-        // A directory where the file should be: it exists, and reading it fails.
+        // A folder where the file should be: it exists, and is no configuration.
         std::fs::create_dir(dir.path().join("kit.toml")).unwrap();
         let err = Configuration::load_files(dir.path()).unwrap_err();
-        assert!(matches!(err, ConfigError::Read { .. }), "{err:?}");
+        assert!(
+            matches!(err, ConfigError::NotAFile { kind: "a folder", .. }),
+            "{err:?}"
+        );
         let text = err.to_string();
         assert!(
-            text.starts_with("cannot read configuration file ") && text.contains("kit.toml"),
+            text.starts_with("configuration file ") && text.ends_with("kit.toml is a folder, not a file"),
             "{text}"
+        );
+    }
+
+    /// A named pipe with no writer: opened, it would wait for one, and hang every test
+    /// binary's start. The load runs on a thread so that a regression fails instead of hanging.
+    #[cfg(unix)]
+    #[test]
+    fn a_named_pipe_is_refused_at_once_not_waited_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(dir.path().join("kit.json"))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let path = dir.path().to_owned();
+        let (sent, received) = std::sync::mpsc::channel();
+        std::thread::spawn(move || sent.send(Configuration::load_files(&path).map_err(|e| e.to_string())));
+        let err = received
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("loading the configuration waited on the pipe")
+            .unwrap_err();
+        assert!(err.ends_with("kit.json is a named pipe, not a file"), "{err}");
+    }
+
+    #[test]
+    fn a_file_over_the_limit_is_refused_by_its_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = std::fs::File::create(dir.path().join("kit.toml")).unwrap();
+        // Sparse: its size is all that is looked at.
+        file.set_len(MAX_CONFIG_FILE_BYTES + 1).unwrap();
+        let err = Configuration::load_files(dir.path()).unwrap_err();
+        assert!(
+            matches!(err, ConfigError::TooLarge { size, limit: MAX_CONFIG_FILE_BYTES, .. } if size == MAX_CONFIG_FILE_BYTES + 1),
+            "{err:?}"
+        );
+        assert!(
+            err.to_string()
+                .contains("kit.toml is 16777217 bytes; configuration files over 16777216 bytes are refused"),
+            "{err}"
         );
     }
 

@@ -42,6 +42,7 @@ mod collector;
 pub mod config;
 mod context;
 pub mod event;
+pub mod file;
 mod host;
 pub mod json;
 pub mod options;

@@ -421,7 +421,7 @@ impl ArchiveReader {
         if let Ok(metadata) = std::fs::metadata(&path)
             && let Some(reason) = not_a_file(&metadata.file_type())
         {
-            return Err(not_an_archive(&path, reason));
+            return Err(not_an_archive(&path, &reason));
         }
         // Writers append under this lock; holding it shared while the directory is read means
         // we never see a half-written one. Entries before it never change afterwards.
@@ -874,26 +874,14 @@ fn not_an_archive(path: &Path, reason: &str) -> TraceError {
 }
 
 /// Why what a path names cannot be read as an archive, when it is not a file (links followed).
-fn not_a_file(kind: &std::fs::FileType) -> Option<&'static str> {
-    if kind.is_file() {
-        return None;
-    }
-    if kind.is_dir() {
-        return Some("it is a folder");
-    }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        if kind.is_fifo() {
-            return Some(
-                "it is a pipe; an archive is read from its end, so save the stream to a file and name that",
-            );
-        }
-        if kind.is_socket() {
-            return Some("it is a socket, not a file");
-        }
-    }
-    Some("it is a device, not a file")
+fn not_a_file(kind: &std::fs::FileType) -> Option<String> {
+    let what = kit_core::file::not_a_file(kind)?;
+    Some(if what == "a named pipe" {
+        // An archive is read from its end (the central directory), which a pipe has not.
+        "it is a pipe; an archive is read from its end, so save the stream to a file and name that".to_owned()
+    } else {
+        format!("it is {what}, not a file")
+    })
 }
 
 fn shared_lock(path: &Path, timeout: Duration) -> Result<Option<File>, TraceError> {

@@ -981,7 +981,7 @@ fn inputs_that_are_not_archives_are_refused_with_a_reason() {
     write_zip(&other, &[("readme.txt", b"hi")]);
     assert!(open_err(&other).contains("first entry is not `mimetype`"));
     assert!(
-        open_err(dir.path()).ends_with("is not a kittrace archive: it is a folder"),
+        open_err(dir.path()).ends_with("is not a kittrace archive: it is a folder, not a file"),
         "{}",
         open_err(dir.path())
     );

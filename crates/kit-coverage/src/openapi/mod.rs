@@ -13,11 +13,11 @@ mod schema;
 mod yaml;
 
 use std::fmt;
-use std::io::Read as _;
 use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 
+use kit_core::file::ReadBoundedError;
 use kit_core::json::doc::{self, Members, Node};
 
 use crate::router::RouteTable;
@@ -252,25 +252,23 @@ impl OpenApiDocument {
         let path = path.as_ref();
         let source = path.display().to_string();
         let error = |problem| OpenApiError::new(&source, None, problem);
-        let size = std::fs::metadata(path)
-            .map_err(|e| error(Problem::Read(e)))?
-            .len();
-        if size > MAX_DOCUMENT_BYTES as u64 {
-            return Err(error(Problem::TooLarge {
-                bytes: size,
-                limit: MAX_DOCUMENT_BYTES,
-            }));
-        }
-        // The size above is none for a pipe or a device: read one byte past the limit at most.
-        let mut bytes = Vec::with_capacity(size as usize);
-        std::fs::File::open(path)
-            .and_then(|file| file.take(MAX_DOCUMENT_BYTES as u64 + 1).read_to_end(&mut bytes))
-            .map_err(|e| error(Problem::Read(e)))?;
-        if bytes.len() > MAX_DOCUMENT_BYTES {
-            return Err(error(Problem::StreamTooLarge {
-                limit: MAX_DOCUMENT_BYTES,
-            }));
-        }
+        // A pipe or a device is read too, up to the limit like a file.
+        let bytes = kit_core::file::read_bounded(path, MAX_DOCUMENT_BYTES as u64).map_err(|e| {
+            error(match e {
+                ReadBoundedError::TooLarge {
+                    size: Some(bytes), ..
+                } => Problem::TooLarge {
+                    bytes,
+                    limit: MAX_DOCUMENT_BYTES,
+                },
+                ReadBoundedError::TooLarge { size: None, .. } => Problem::StreamTooLarge {
+                    limit: MAX_DOCUMENT_BYTES,
+                },
+                ReadBoundedError::Io(e) => Problem::Read(e),
+                // Non-exhaustive: a reason added later still names the document.
+                other => Problem::Read(std::io::Error::other(other)),
+            })
+        })?;
         let text = match String::from_utf8(bytes) {
             Ok(text) => text,
             Err(e) => {
