@@ -656,6 +656,29 @@ mod tests {
         assert!(err.ends_with("kit.json is a named pipe, not a file"), "{err}");
     }
 
+    /// Nesting 10 000 deep is refused by both parsers' depth limits with a parse error that
+    /// names the file, not a stack overflow.
+    #[test]
+    fn ten_thousand_deep_nesting_is_a_parse_error() {
+        let deep = 10_000;
+        let toml_arrays = format!("a = {}{}\n", "[".repeat(deep), "]".repeat(deep));
+        let toml_tables = format!("a = {}1{}\n", "{ b = ".repeat(deep), "}".repeat(deep));
+        for text in [toml_arrays, toml_tables] {
+            let err = Configuration::from_toml_str(&text, "deep/kit.toml").unwrap_err();
+            assert!(
+                matches!(err, ConfigError::Parse { format: "TOML", .. }),
+                "{err:?}"
+            );
+        }
+        let json = format!("{{\"a\": {}{}}}", "[".repeat(deep), "]".repeat(deep));
+        let err = Configuration::from_json_str(&json, "deep/kit.json").unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("configuration file deep/kit.json is not valid JSON: recursion limit"),
+            "{err}"
+        );
+    }
+
     #[test]
     fn a_file_over_the_limit_is_refused_by_its_size() {
         let dir = tempfile::tempdir().unwrap();
