@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::render::counted;
 use base64::Engine as _;
 use kit_core::file::ReadBoundedError;
 use kit_core::redact::{LeakScanner, first_credential, utf16_text};
@@ -323,8 +324,9 @@ pub(crate) fn run(archive: &Path, search: &Search<'_>) -> Result<(), crate::Exit
             ""
         };
         text.push_str(&format!(
-            "no known secret{forms} in {} entries ({} secrets searched for)\n",
-            result.entries, result.secrets
+            "no known secret{forms} in {} ({} searched for)\n",
+            counted(result.entries, "entry", "entries"),
+            counted(result.secrets, "secret", "secrets"),
         ));
         return crate::write_output(None, text.as_bytes());
     }
@@ -332,9 +334,14 @@ pub(crate) fn run(archive: &Path, search: &Search<'_>) -> Result<(), crate::Exit
     Err(crate::Exit {
         code: 1,
         message: format!(
-            "{} of {} entries hold a secret",
+            "{} of {} {} a secret",
             result.findings.len(),
-            result.entries
+            counted(result.entries, "entry", "entries"),
+            if result.findings.len() == 1 {
+                "holds"
+            } else {
+                "hold"
+            },
         ),
     })
 }

@@ -178,7 +178,7 @@ fn shards_of_one_run_merge_and_different_runs_stand_side_by_side() {
     assert!(text.starts_with("Run "), "{text}");
     assert_eq!(text.matches("╯\n\n\nRun ").count(), 1, "{text}");
     assert!(
-        text.contains("Run other (cargo-test, kit 0.1.0): 1 tests"),
+        text.contains("Run other (cargo-test, kit 0.1.0): 1 test, 1 passed"),
         "{text}"
     );
     assert!(
@@ -474,7 +474,7 @@ fn audit_passes_a_clean_archive_and_names_the_entry_of_a_leak() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(
         stdout(&output),
-        "no known secret and no credential by its form in 5 entries (1 secrets searched for)\n"
+        "no known secret and no credential by its form in 5 entries (1 secret searched for)\n"
     );
 
     let leaky_dir = tempfile::tempdir().unwrap();
@@ -488,7 +488,7 @@ fn audit_passes_a_clean_archive_and_names_the_entry_of_a_leak() {
     let text = stdout(&output);
     assert!(text.starts_with("secret found in entry blobs/sha256/"), "{text}");
     assert!(!text.contains("tok-9f8e7d6c5b4a") && !stderr(&output).contains("tok-9f8e7d6c5b4a"));
-    assert_eq!(stderr(&output), "kit-cli: 1 of 5 entries hold a secret\n");
+    assert_eq!(stderr(&output), "kit-cli: 1 of 5 entries holds a secret\n");
 
     // A small attachment stays in its event: the leak is found in the test's segment.
     let inline_dir = tempfile::tempdir().unwrap();
@@ -705,13 +705,13 @@ fn audit_finds_a_credential_by_its_form_that_the_run_never_met() {
         "{text}"
     );
     assert!(!text.contains("eyJ") && !stderr(&output).contains("eyJ"));
-    assert_eq!(stderr(&output), "kit-cli: 1 of 5 entries hold a secret\n");
+    assert_eq!(stderr(&output), "kit-cli: 1 of 5 entries holds a secret\n");
     // Asked not to look for forms, the audit looks for known secrets only.
     let output = audit_with(&jwt, None, &["--no-forms"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(
         stdout(&output),
-        "no known secret in 5 entries (1 secrets searched for)\n"
+        "no known secret in 5 entries (1 secret searched for)\n"
     );
 
     // A private key is found between its lines; once redacted, a block is no key, and a

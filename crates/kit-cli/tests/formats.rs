@@ -572,6 +572,15 @@ fn two_shards_of_one_run_merge_into_the_report_of_the_whole_run() {
         "{}",
         text(&output.stdout)
     );
+    // One of a thing is said in the singular.
+    let alone = dir.path().join("alone.kittrace");
+    let output = kit_cli(&["merge".as_ref(), "-o".as_ref(), alone.as_os_str(), a.as_os_str()]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let said = text(&output.stdout);
+    assert!(
+        said.starts_with("merged 1 archive into") && said.contains(": 1 run, "),
+        "{said}"
+    );
 
     let json = |archive: &Path| {
         let output = kit_cli(&[

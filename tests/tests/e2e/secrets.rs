@@ -210,9 +210,10 @@ fn no_secret_of_the_corpus_survives_in_any_artifact_and_audit_agrees() {
     assert_eq!(clean.status.code(), Some(0), "{}", describe(&clean));
     let said = String::from_utf8_lossy(&clean.stdout);
     let searched: usize = said
-        .split(" secrets searched")
+        .split(" searched for)")
         .next()
         .and_then(|s| s.rsplit('(').next())
+        .and_then(|s| s.split(' ').next())
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("{said}"));
     assert!(searched >= secrets.len(), "{said}");

@@ -193,8 +193,12 @@ fn outcomes_chart(out: &mut String, s: &Summary) {
     let _ = write!(
         out,
         "<figure><figcaption>Test outcomes</figcaption>\
-         <svg role=\"img\" aria-label=\"{} tests: {} passed, {} failed, {} skipped, {} interrupted\" width=\"{width}\" height=\"24\" viewBox=\"0 0 {width} 24\">",
-        s.tests, s.passed, s.failed, s.skipped, s.interrupted
+         <svg role=\"img\" aria-label=\"{}: {} passed, {} failed, {} skipped, {} interrupted\" width=\"{width}\" height=\"24\" viewBox=\"0 0 {width} 24\">",
+        super::counted(s.tests, "test", "tests"),
+        s.passed,
+        s.failed,
+        s.skipped,
+        s.interrupted
     );
     let mut x = 0.0;
     for (name, count, colour) in parts {

@@ -41,18 +41,23 @@ pub(crate) fn metric_text(metric: &kit_core::report::Metric) -> String {
     }
 }
 
+/// `n` and its noun, singular for one: `1 test`, `0 tests`, `2 entries`.
+pub(crate) fn counted(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// `Run r1 (cargo-test, kit 0.1.0): 3 tests, 1 passed, 1 failed, 1 skipped, 0 interrupted`.
 pub(crate) fn run_line(run: &crate::model::RunReport) -> String {
     let s = &run.summary;
     format!(
-        "Run {} ({}{}): {} tests, {} passed, {} failed, {} skipped, {} interrupted",
+        "Run {} ({}{}): {}, {} passed, {} failed, {} skipped, {} interrupted",
         run.run_id,
         run.runner.as_deref().unwrap_or("unknown runner"),
         run.kit_version
             .as_deref()
             .map(|v| format!(", kit {v}"))
             .unwrap_or_default(),
-        s.tests,
+        counted(s.tests, "test", "tests"),
         s.passed,
         s.failed,
         s.skipped,
@@ -94,6 +99,20 @@ mod tests {
         assert_eq!(duration(Some(999_999_999)), "1000.0 ms");
         assert_eq!(duration(Some(1_000_000_000)), "1.00 s");
         assert_eq!(duration(Some(61_234_000_000)), "61.23 s");
+    }
+
+    #[test]
+    fn one_of_a_thing_is_counted_in_the_singular() {
+        assert_eq!(counted(0, "test", "tests"), "0 tests");
+        assert_eq!(counted(1, "test", "tests"), "1 test");
+        assert_eq!(counted(2, "entry", "entries"), "2 entries");
+        let one = view(vec![test("suite::only", "passed", None)], 0);
+        assert_eq!(
+            run_line(&one.runs[0]),
+            "Run r (unknown runner): 1 test, 0 passed, 0 failed, 0 skipped, 0 interrupted"
+        );
+        let html = render(&one, Format::Html);
+        assert!(html.contains("aria-label=\"1 test: 0 passed"), "{html}");
     }
 
     fn view(tests: Vec<TestRow>, rows: usize) -> View {
