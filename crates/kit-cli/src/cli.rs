@@ -24,8 +24,9 @@ pub(crate) enum Command {
     /// Tests with their outcomes, requests per endpoint, coverage and attachments.
     Report {
         /// Archives, or folders holding `*.kittrace` files. Shards of one run are read as
-        /// one run; different runs are reported side by side.
-        #[arg(required = true)]
+        /// one run; different runs are reported side by side. Default: the folder the tests
+        /// write to (`KIT_RESULTS_DIR`, else `Kit:Trace:Directory` from the configuration, else
+        /// `TestResults`, beside the configuration).
         inputs: Vec<PathBuf>,
         #[command(flatten)]
         coverage: CoverageArgs,
@@ -40,7 +41,7 @@ pub(crate) enum Command {
     /// covered. Exits 1 when a gate falls short, one line per gate.
     Coverage {
         /// Archives, or folders holding `*.kittrace` files; all are counted together.
-        #[arg(required = true)]
+        /// Default: the folder the tests write to, as for `report`.
         inputs: Vec<PathBuf>,
         #[command(flatten)]
         coverage: CoverageArgs,
@@ -118,7 +119,8 @@ pub(crate) struct CoverageArgs {
     #[arg(long, value_name = "OPERATION")]
     pub(crate) exclude: Vec<String>,
     /// Configuration (`kit.toml`/`kit.json`, or the folder holding them) for
-    /// `Kit:Coverage:*`. Default: the current folder.
+    /// `Kit:Coverage:*`, and `Kit:Trace:Directory` when no archive is named. Default: the
+    /// current folder.
     #[arg(long)]
     pub(crate) config: Option<PathBuf>,
 }

@@ -20,8 +20,9 @@ pub(crate) fn report(
     output: Option<&Path>,
     fail_on_test_failure: bool,
 ) -> Result<(), Exit> {
-    let archives = inputs::archives(inputs).map_err(Exit::input)?;
-    let (setup, _) = resolve(args, GateArgs::default())?;
+    let configured = configuration(args.config.as_deref()).map_err(Exit::input)?;
+    let archives = archives(inputs, &configured)?;
+    let (setup, _) = resolve(args, GateArgs::default(), configured)?;
     let progress = Progress::for_stderr();
     let view =
         model::build("report", &archives, &setup, Scope::PerRun, &progress).map_err(|e| Exit::input(e.0))?;
@@ -38,8 +39,9 @@ pub(crate) fn coverage(
     output: Option<&Path>,
     fail_on_test_failure: bool,
 ) -> Result<(), Exit> {
-    let archives = inputs::archives(inputs).map_err(Exit::input)?;
-    let (setup, gates) = resolve(args, gate_args)?;
+    let configured = configuration(args.config.as_deref()).map_err(Exit::input)?;
+    let archives = archives(inputs, &configured)?;
+    let (setup, gates) = resolve(args, gate_args, configured)?;
     let progress = Progress::for_stderr();
     let mut view =
         model::build("coverage", &archives, &setup, Scope::Whole, &progress).map_err(|e| Exit::input(e.0))?;
@@ -49,6 +51,27 @@ pub(crate) fn coverage(
         view.gates = model::gate_rows(&gates, report, &failures);
     }
     finish(&view, format, output, fail_on_test_failure)
+}
+
+/// The archives in `inputs` or, when none is named, in the folder the tests write to
+/// ([`Configuration::trace_directory`] from the configuration's folder): run in a test crate's
+/// folder, `kit-cli report` reports its runs.
+fn archives(
+    inputs: &[PathBuf],
+    (configuration, dir): &(Configuration, PathBuf),
+) -> Result<Vec<PathBuf>, Exit> {
+    if !inputs.is_empty() {
+        return inputs::archives(inputs).map_err(Exit::input);
+    }
+    let folder = configuration.trace_directory(dir);
+    if !folder.is_dir() {
+        return Err(Exit::input(format!(
+            "{}: no archive named, and no such folder, where the tests write theirs (KIT_RESULTS_DIR, Kit:Trace:Directory or {}); name archives or folders",
+            folder.display(),
+            kit_core::DEFAULT_TRACE_DIRECTORY
+        )));
+    }
+    inputs::archives(&[folder]).map_err(Exit::input)
 }
 
 /// Renders, writes, and turns failed gates (and failed tests, when asked) into exit 1.
@@ -80,8 +103,11 @@ fn finish(
 
 /// Flags over configuration (`kit.toml`/`kit.json` in `--config`, the current folder by
 /// default, then `Kit__…` environment variables): the collectors' setup and the gates.
-fn resolve(args: CoverageArgs, gate_args: GateArgs) -> Result<(CoverageSetup, CoverageGates), Exit> {
-    let (configuration, dir) = configuration(args.config.as_deref()).map_err(Exit::input)?;
+fn resolve(
+    args: CoverageArgs,
+    gate_args: GateArgs,
+    (configuration, dir): (Configuration, PathBuf),
+) -> Result<(CoverageSetup, CoverageGates), Exit> {
     let mut gates = CoverageGates::from_configuration(&configuration).map_err(Exit::input)?;
     gates.operations = gate_args.fail_under_operations.or(gates.operations);
     gates.statuses = gate_args.fail_under_statuses.or(gates.statuses);

@@ -166,6 +166,74 @@ fn a_report_lists_outcomes_and_endpoints() {
     );
 }
 
+/// Named no archive, `report` and `coverage` read the folder the tests write to, found as the
+/// runner finds it: `KIT_RESULTS_DIR`, else `Kit:Trace:Directory`, else `TestResults`, relative
+/// to the configuration's folder.
+#[test]
+fn named_no_archive_the_folder_the_tests_write_to_is_read() {
+    let run = |dir: &Path, args: &[&str], results: Option<&Path>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_kit-cli"));
+        command
+            .args(args)
+            .current_dir(dir)
+            .env_remove("KIT_RESULTS_DIR")
+            .env_remove("Kit__Trace__Directory");
+        if let Some(results) = results {
+            command.env("KIT_RESULTS_DIR", results);
+        }
+        command.output().unwrap()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let missing = run(dir.path(), &["report"], None);
+    assert_input_error(
+        &missing,
+        "TestResults: no archive named, and no such folder, where the tests write theirs (KIT_RESULTS_DIR, Kit:Trace:Directory or TestResults); name archives or folders",
+    );
+
+    std::fs::create_dir(dir.path().join("TestResults")).unwrap();
+    archive(
+        &dir.path().join("TestResults"),
+        "default",
+        &[("t1", 200, TestOutcome::Passed)],
+    );
+    for command in ["report", "coverage"] {
+        let output = run(dir.path(), &[command], None);
+        assert!(output.status.success(), "{command}: {}", stderr(&output));
+        assert!(
+            stdout(&output).contains("Run default (cargo-test, kit 0.1.0): 1 test, 1 passed"),
+            "{command}: {}",
+            stdout(&output)
+        );
+    }
+
+    // The configuration names another folder, relative to the configuration's own.
+    let crate_dir = dir.path().join("crate");
+    std::fs::create_dir_all(crate_dir.join("out/traces")).unwrap();
+    archive(
+        &crate_dir.join("out/traces"),
+        "configured",
+        &[("t2", 200, TestOutcome::Passed)],
+    );
+    std::fs::write(
+        crate_dir.join("kit.toml"),
+        "[Kit.Trace]\nDirectory = \"out/traces\"\n",
+    )
+    .unwrap();
+    let output = run(dir.path(), &["report", "--config", "crate/kit.toml"], None);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("Run configured "), "{}", stdout(&output));
+    assert!(!stdout(&output).contains("Run default "), "{}", stdout(&output));
+    let output = run(&crate_dir, &["report"], None);
+    assert!(stdout(&output).contains("Run configured "), "{}", stdout(&output));
+
+    // KIT_RESULTS_DIR wins, as it does for the runner; a named archive wins over all.
+    let output = run(&crate_dir, &["report"], Some(&dir.path().join("TestResults")));
+    assert!(stdout(&output).contains("Run default "), "{}", stdout(&output));
+    let named = crate_dir.join("out/traces");
+    let output = run(dir.path(), &["report", named.to_str().unwrap()], None);
+    assert!(stdout(&output).contains("Run configured "), "{}", stdout(&output));
+}
+
 #[test]
 fn shards_of_one_run_merge_and_different_runs_stand_side_by_side() {
     let a = tempfile::tempdir().unwrap();

@@ -109,6 +109,10 @@ pub struct Configuration {
 /// The file names looked for beside the test crate's manifest, in load order.
 pub const CONFIG_FILES: [&str; 2] = ["kit.toml", "kit.json"];
 
+/// The folder archives go to when neither `KIT_RESULTS_DIR` nor `Kit:Trace:Directory` names
+/// one, relative to the test crate's folder.
+pub const DEFAULT_TRACE_DIRECTORY: &str = "TestResults";
+
 /// The most a configuration file may hold: far past any real one, and a bound on what a
 /// mistake (a generated file, a log written under the name) costs every test binary's start.
 pub const MAX_CONFIG_FILE_BYTES: u64 = 16 * 1024 * 1024;
@@ -211,6 +215,33 @@ impl Configuration {
         } else {
             Self::from_toml_str(&text, &origin)
         }
+    }
+
+    /// The folder a run's archive goes to: the `KIT_RESULTS_DIR` environment variable, else
+    /// `Kit:Trace:Directory`, else [`DEFAULT_TRACE_DIRECTORY`]; a relative path is taken from
+    /// `base`, the test crate's folder (where its configuration files are). The test runner
+    /// writes there, and `kit-cli report` reads there when named no archive.
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// use kit_core::Configuration;
+    ///
+    /// let config = Configuration::from_toml_str("[Kit.Trace]\nDirectory = \"out/traces\"", "kit.toml").unwrap();
+    /// if std::env::var_os("KIT_RESULTS_DIR").is_none() {
+    ///     assert_eq!(config.trace_directory(Path::new("/crate")), Path::new("/crate/out/traces"));
+    ///     assert_eq!(Configuration::new().trace_directory(Path::new("/crate")), Path::new("/crate/TestResults"));
+    /// }
+    /// ```
+    pub fn trace_directory(&self, base: &Path) -> PathBuf {
+        let configured = std::env::var_os("KIT_RESULTS_DIR")
+            .map(PathBuf::from)
+            .or_else(|| self.get("Kit:Trace:Directory").map(PathBuf::from));
+        // `join` keeps an absolute path as it is.
+        base.join(
+            configured
+                .as_deref()
+                .unwrap_or(Path::new(DEFAULT_TRACE_DIRECTORY)),
+        )
     }
 
     /// Parses TOML text; `origin` names it in messages.

@@ -54,7 +54,7 @@ pub mod visible;
 
 pub use bus::{Bus, BusBuilder, BusError, BusStats, DISPATCHER_NICENESS, PendingFlush};
 pub use collector::{Collector, CollectorError, RecordingCollector, SharedCollector, render_tree};
-pub use config::{ConfigError, Configuration, Section};
+pub use config::{ConfigError, Configuration, DEFAULT_TRACE_DIRECTORY, Section};
 pub use context::{KitExecutionContext, KitRun, Operation};
 pub use event::{
     Attachment, AttachmentContent, AttributeValue, Attributes, Event, EventId, EventKind, EventLines,

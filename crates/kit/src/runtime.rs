@@ -2,7 +2,7 @@
 
 use std::io::Write;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::OnceLock;
 
 use std::sync::Arc;
@@ -77,7 +77,7 @@ fn init(manifest_dir: &Path) -> Result<Runtime, String> {
         {
             options = options.with_compression_level(level.into());
         }
-        let dir = results_dir(configuration, manifest_dir);
+        let dir = configuration.trace_directory(manifest_dir);
         let writer = ArchiveWriter::with_options(&dir, RunManifest::new(run_id.clone(), runner), options)
             .map_err(|e| e.to_string())?
             .with_secrets(Arc::clone(SecretRegistry::global()));
@@ -102,19 +102,6 @@ impl<const MAX: u8> std::str::FromStr for UpTo<MAX> {
             Ok(n) if n <= MAX => Ok(UpTo(n)),
             _ => Err(()),
         }
-    }
-}
-
-/// `KIT_RESULTS_DIR`, else `Kit:Trace:Directory`, else `TestResults`; relative to the test
-/// crate's folder (where `cargo test` runs its tests).
-fn results_dir(configuration: &Configuration, manifest_dir: &Path) -> PathBuf {
-    let configured = std::env::var_os("KIT_RESULTS_DIR")
-        .map(PathBuf::from)
-        .or_else(|| configuration.get("Kit:Trace:Directory").map(PathBuf::from));
-    match configured {
-        Some(path) if path.is_absolute() => path,
-        Some(path) => manifest_dir.join(path),
-        None => manifest_dir.join("TestResults"),
     }
 }
 
