@@ -77,11 +77,18 @@ pub(crate) enum Command {
     },
     /// Prints a curl command that sends a traced request again (as recorded: redacted
     /// values stay redacted).
+    #[command(allow_missing_positional = true)]
     Curl {
-        /// The archive.
-        archive: PathBuf,
+        /// The archive, or a folder whose archives are searched newest first. Default: the
+        /// folder the tests write to, as for `report` (so `kit-cli curl <id>` in the test
+        /// crate's folder finds a request a failure message names).
+        archive: Option<PathBuf>,
         /// The request's id (16 hex digits, as failure messages and reports show it).
         request: String,
+        /// Configuration (`kit.toml`/`kit.json`, or the folder holding them) for
+        /// `Kit:Trace:Directory`, when no archive is named. Default: the current folder.
+        #[arg(long)]
+        config: Option<PathBuf>,
     },
     /// Searches every byte of every entry (decompressed) for the secrets the run met, for
     /// those in a secrets file, and for credentials known by their form (JSON Web Tokens, PEM

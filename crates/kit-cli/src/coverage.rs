@@ -53,16 +53,19 @@ pub(crate) fn coverage(
     finish(&view, format, output, fail_on_test_failure)
 }
 
-/// The archives in `inputs` or, when none is named, in the folder the tests write to
-/// ([`Configuration::trace_directory`] from the configuration's folder): run in a test crate's
-/// folder, `kit-cli report` reports its runs.
-fn archives(
-    inputs: &[PathBuf],
-    (configuration, dir): &(Configuration, PathBuf),
-) -> Result<Vec<PathBuf>, Exit> {
+/// The archives in `inputs` or, when none is named, in the folder the tests write to: run in
+/// a test crate's folder, `kit-cli report` reports its runs.
+fn archives(inputs: &[PathBuf], configured: &(Configuration, PathBuf)) -> Result<Vec<PathBuf>, Exit> {
     if !inputs.is_empty() {
         return inputs::archives(inputs).map_err(Exit::input);
     }
+    inputs::archives(&[tests_folder(configured)?]).map_err(Exit::input)
+}
+
+/// The folder the tests write to ([`Configuration::trace_directory`] from the configuration's
+/// folder), for commands named no archive; an error saying where it looked when it is not
+/// there.
+pub(crate) fn tests_folder((configuration, dir): &(Configuration, PathBuf)) -> Result<PathBuf, Exit> {
     let folder = configuration.trace_directory(dir);
     if !folder.is_dir() {
         return Err(Exit::input(format!(
@@ -71,7 +74,7 @@ fn archives(
             kit_core::DEFAULT_TRACE_DIRECTORY
         )));
     }
-    inputs::archives(&[folder]).map_err(Exit::input)
+    Ok(folder)
 }
 
 /// Renders, writes, and turns failed gates (and failed tests, when asked) into exit 1.
@@ -143,7 +146,7 @@ fn resolve(
     Ok((setup, gates))
 }
 
-fn configuration(config: Option<&Path>) -> Result<(Configuration, PathBuf), String> {
+pub(crate) fn configuration(config: Option<&Path>) -> Result<(Configuration, PathBuf), String> {
     let path = match config {
         Some(p) => p.to_path_buf(),
         None => std::env::current_dir().map_err(|e| format!("cannot read the current folder: {e}"))?,

@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
 
@@ -16,7 +16,9 @@ use crate::{Exit, write_output};
 /// Headers curl sets itself, or that would be wrong to replay as recorded.
 const SKIPPED_HEADERS: [&str; 3] = ["content-length", "host", "transfer-encoding"];
 
-pub(crate) fn curl(archive: &Path, request: &str) -> Result<(), Exit> {
+/// `kit-cli curl [ARCHIVE] <REQUEST>`: `archive` a file or a folder, or when left out the
+/// folder the tests write to (found through the configuration in `config`).
+pub(crate) fn curl(archive: Option<&Path>, request: &str, config: Option<&Path>) -> Result<(), Exit> {
     let not_an_id = || {
         Exit::input(format!(
             "`{request}` is not a request id: 16 hex digits, as reports and failure messages show them"
@@ -28,7 +30,49 @@ pub(crate) fn curl(archive: &Path, request: &str) -> Result<(), Exit> {
         return Err(not_an_id());
     }
     let wanted: EventId = digits.parse().map_err(|_| not_an_id())?;
-    let archive = crate::inputs::archive(archive).map_err(Exit::input)?;
+    let folder = match archive {
+        Some(path) if !path.is_dir() => {
+            let archive = crate::inputs::archive(path).map_err(Exit::input)?;
+            return match find(archive, wanted)? {
+                Some(text) => write_output(None, text.as_bytes()),
+                None => Err(Exit::input(format!(
+                    "{}: no request {wanted} in the archive",
+                    archive.display()
+                ))),
+            };
+        }
+        Some(folder) => folder.to_owned(),
+        None => {
+            let configured = crate::coverage::configuration(config).map_err(Exit::input)?;
+            crate::coverage::tests_folder(&configured)?
+        }
+    };
+    let archives = newest_first(crate::inputs::archives(std::slice::from_ref(&folder)).map_err(Exit::input)?);
+    for archive in &archives {
+        if let Some(text) = find(archive, wanted)? {
+            return write_output(None, text.as_bytes());
+        }
+    }
+    Err(Exit::input(format!(
+        "{}: no request {wanted} in its {}",
+        folder.display(),
+        crate::render::counted(archives.len(), "archive", "archives")
+    )))
+}
+
+/// Archives by their last change, the newest first (a request a failure just named is in the
+/// run just made); by name, last first, where that is the same or unknown.
+fn newest_first(archives: Vec<PathBuf>) -> Vec<PathBuf> {
+    let mut keyed: Vec<_> = archives
+        .into_iter()
+        .map(|p| (std::fs::metadata(&p).and_then(|m| m.modified()).ok(), p))
+        .collect();
+    keyed.sort_by(|a, b| b.cmp(a));
+    keyed.into_iter().map(|(_, p)| p).collect()
+}
+
+/// The command for request `wanted` with a line break after it, if `archive` holds it.
+fn find(archive: &Path, wanted: EventId) -> Result<Option<String>, Exit> {
     let reader = ArchiveReader::open(archive).map_err(Exit::input)?;
     // The walk stops at the request's test: `Found` is the early way out, not an error.
     let found = read_ahead::each_test(reader, |record| {
@@ -45,13 +89,10 @@ pub(crate) fn curl(archive: &Path, request: &str) -> Result<(), Exit> {
     match found {
         Err(Walk::Found(mut text)) => {
             text.push('\n');
-            write_output(None, text.as_bytes())
+            Ok(Some(text))
         }
         Err(Walk::Unreadable(e)) => Err(Exit::input(e)),
-        Ok(()) => Err(Exit::input(format!(
-            "{}: no request {wanted} in the archive",
-            archive.display()
-        ))),
+        Ok(()) => Ok(None),
     }
 }
 

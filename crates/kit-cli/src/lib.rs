@@ -107,7 +107,11 @@ fn dispatch(command: Command) -> Result<(), Exit> {
         ),
         Command::Merge { output, shards } => merge::merge(&shards, &output),
         Command::Export { archive, har, otlp } => export::export(&archive, har.as_deref(), otlp.as_deref()),
-        Command::Curl { archive, request } => curl::curl(&archive, &request),
+        Command::Curl {
+            archive,
+            request,
+            config,
+        } => curl::curl(archive.as_deref(), &request, config.as_deref()),
         Command::Audit {
             archive,
             secrets_file,

@@ -234,6 +234,46 @@ fn named_no_archive_the_folder_the_tests_write_to_is_read() {
     assert!(stdout(&output).contains("Run configured "), "{}", stdout(&output));
 }
 
+/// `kit-cli curl <id>` alone searches the folder the tests write to, and `curl <folder> <id>`
+/// the folder named, each archive newest first, for the request a failure message named.
+#[test]
+fn curl_named_only_a_request_searches_the_tests_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("TestResults");
+    std::fs::create_dir(&results).unwrap();
+    let older = archive(&results, "older", &[("t1", 200, TestOutcome::Passed)]);
+    let newer = archive(&results, "newer", &[("t2", 201, TestOutcome::Passed)]);
+    let curl_in = |dir: &Path, args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_kit-cli"))
+            .arg("curl")
+            .args(args)
+            .current_dir(dir)
+            .env_remove("KIT_RESULTS_DIR")
+            .env_remove("Kit__Trace__Directory")
+            .output()
+            .unwrap()
+    };
+    for (path, id) in [&older, &newer].map(|p| (p, request_ids(p).remove(0))) {
+        let named = curl(path, &id);
+        assert!(named.status.success(), "{}", stderr(&named));
+        let alone = curl_in(dir.path(), &[&id]);
+        assert!(alone.status.success(), "{id}: {}", stderr(&alone));
+        assert_eq!(stdout(&alone), stdout(&named));
+        let folder = curl_in(dir.path(), &["TestResults", &id]);
+        assert_eq!(stdout(&folder), stdout(&named), "{}", stderr(&folder));
+    }
+    let absent = curl_in(dir.path(), &["00000000000000ff"]);
+    assert_input_error(
+        &absent,
+        &format!(
+            "{}: no request 00000000000000ff in its 2 archives",
+            results.display()
+        ),
+    );
+    let nowhere = curl_in(&results, &["00000000000000ff"]);
+    assert_input_error(&nowhere, "no archive named, and no such folder");
+}
+
 #[test]
 fn shards_of_one_run_merge_and_different_runs_stand_side_by_side() {
     let a = tempfile::tempdir().unwrap();
