@@ -1,7 +1,7 @@
 //! `kit-cli audit`: searches every byte of every entry for known secrets and for credentials
 //! known by their form.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::render::counted;
@@ -295,10 +295,50 @@ fn scan(reader: ArchiveReader, scanner: &LeakScanner, forms: bool) -> Result<Vec
     Ok(findings.into_iter().map(|(_, finding)| finding).collect())
 }
 
-/// `kit-cli audit`: prints a line per finding (or that none was found); exit 1 on findings.
-pub(crate) fn run(archive: &Path, search: &Search<'_>) -> Result<(), crate::Exit> {
-    let archive = crate::inputs::archive(archive).map_err(crate::Exit::input)?;
-    let result = audit(archive, search).map_err(crate::Exit::input)?;
+/// `kit-cli audit`: prints a line per finding (or that none was found) for each archive in
+/// `inputs` (files or folders; none named, the folder the tests write to, found through the
+/// configuration in `config`), each line after the archive's name when there are several;
+/// exit 1 on findings.
+pub(crate) fn run(inputs: &[PathBuf], config: Option<&Path>, search: &Search<'_>) -> Result<(), crate::Exit> {
+    let archives = if inputs.is_empty() {
+        let configured = crate::coverage::configuration(config).map_err(crate::Exit::input)?;
+        let folder = crate::coverage::tests_folder(&configured)?;
+        crate::inputs::archives(&[folder])
+    } else {
+        crate::inputs::archives(inputs)
+    }
+    .map_err(crate::Exit::input)?;
+    let several = archives.len() > 1;
+    let (mut entries, mut leaking, mut findings) = (0, 0, 0);
+    for archive in &archives {
+        let result = audit(archive, search).map_err(crate::Exit::input)?;
+        let prefix = if several {
+            format!("{}: ", kit_core::visible::text(&archive.display().to_string()))
+        } else {
+            String::new()
+        };
+        // Written archive by archive: a long audit shows what it found as it goes.
+        crate::write_output(None, report(&result, search, &prefix).as_bytes())?;
+        entries += result.entries;
+        findings += result.findings.len();
+        leaking += usize::from(!result.findings.is_empty());
+    }
+    if findings == 0 {
+        return Ok(());
+    }
+    let holds = if findings == 1 { "holds" } else { "hold" };
+    let mut message = format!(
+        "{findings} of {} {holds} a secret",
+        counted(entries, "entry", "entries")
+    );
+    if several {
+        message.push_str(&format!(", in {leaking} of {} archives", archives.len()));
+    }
+    Err(crate::Exit { code: 1, message })
+}
+
+/// An archive's lines: a line per finding, or one saying none was found; each after `prefix`.
+fn report(result: &Audit, search: &Search<'_>, prefix: &str) -> String {
     let mut text = String::new();
     for Finding { entry, found } in &result.findings {
         // The name is the zip's, whoever wrote it.
@@ -311,9 +351,9 @@ pub(crate) fn run(archive: &Path, search: &Search<'_>) -> Result<(), crate::Exit
             ),
         };
         match found.form {
-            None => text.push_str(&format!("secret found in entry {entry} {place}\n")),
+            None => text.push_str(&format!("{prefix}secret found in entry {entry} {place}\n")),
             Some(what) => text.push_str(&format!(
-                "credential found in entry {entry} {place}: {what}, by its form\n"
+                "{prefix}credential found in entry {entry} {place}: {what}, by its form\n"
             )),
         }
     }
@@ -324,24 +364,10 @@ pub(crate) fn run(archive: &Path, search: &Search<'_>) -> Result<(), crate::Exit
             ""
         };
         text.push_str(&format!(
-            "no known secret{forms} in {} ({} searched for)\n",
+            "{prefix}no known secret{forms} in {} ({} searched for)\n",
             counted(result.entries, "entry", "entries"),
             counted(result.secrets, "secret", "secrets"),
         ));
-        return crate::write_output(None, text.as_bytes());
     }
-    crate::write_output(None, text.as_bytes())?;
-    Err(crate::Exit {
-        code: 1,
-        message: format!(
-            "{} of {} {} a secret",
-            result.findings.len(),
-            counted(result.entries, "entry", "entries"),
-            if result.findings.len() == 1 {
-                "holds"
-            } else {
-                "hold"
-            },
-        ),
-    })
+    text
 }

@@ -95,8 +95,13 @@ pub(crate) enum Command {
     /// private keys, GitHub, Stripe, Slack… tokens); bytes kept in base64 as the bytes they
     /// stand for. Exits 1 naming each entry where one is found.
     Audit {
-        /// The archive.
-        archive: PathBuf,
+        /// Archives, or folders holding `*.kittrace` files, each audited on its own. Default:
+        /// the folder the tests write to, as for `report`.
+        inputs: Vec<PathBuf>,
+        /// Configuration (`kit.toml`/`kit.json`, or the folder holding them) for
+        /// `Kit:Trace:Directory`, when no archive is named. Default: the current folder.
+        #[arg(long)]
+        config: Option<PathBuf>,
         /// A file of secrets in clear, one a line, to search for as well.
         #[arg(long)]
         secrets_file: Option<PathBuf>,

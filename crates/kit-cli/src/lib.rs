@@ -113,11 +113,13 @@ fn dispatch(command: Command) -> Result<(), Exit> {
             config,
         } => curl::curl(archive.as_deref(), &request, config.as_deref()),
         Command::Audit {
-            archive,
+            inputs,
             secrets_file,
             no_forms,
+            config,
         } => audit::run(
-            &archive,
+            &inputs,
+            config.as_deref(),
             &audit::Search {
                 secrets_file: secrets_file.as_deref(),
                 forms: !no_forms,

@@ -789,6 +789,66 @@ const JWT: &str = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkw
 
 /// `kit-cli audit` of an archive whose run met `secret` and whose test attached `body` as it
 /// is, no sanitizer between.
+/// Named no archive, `audit` audits each archive of the folder the tests write to, and a
+/// folder named each of its archives, every line after its archive's name.
+#[test]
+fn audit_of_a_folder_names_each_archive_and_fails_on_any_leak() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("TestResults");
+    std::fs::create_dir(&results).unwrap();
+    let clean = archive_with_secret(&results, "tok-9f8e7d6c5b4a", r#"{"token":"[REDACTED]"}"#);
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_kit-cli"))
+            .arg("audit")
+            .args(args)
+            .current_dir(dir.path())
+            .env_remove("KIT_RESULTS_DIR")
+            .env_remove("Kit__Trace__Directory")
+            .output()
+            .unwrap()
+    };
+    // One archive: its lines as when it is named.
+    let alone = run(&[]);
+    assert_eq!(alone.status.code(), Some(0), "{}", stderr(&alone));
+    assert_eq!(stdout(&alone), stdout(&audit(&clean, None)));
+
+    // Made apart (the helper's run id is fixed) and copied in under a name of its own.
+    let apart = tempfile::tempdir().unwrap();
+    let made = archive_with_secret(apart.path(), "tok-1a2b3c4d5e6f", r#"{"echo":"tok-1a2b3c4d5e6f"}"#);
+    let leaky = results.join("leaky.kittrace");
+    std::fs::copy(&made, &leaky).unwrap();
+    for args in [&[][..], &["TestResults"][..]] {
+        let output = run(args);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {}", stderr(&output));
+        let text = stdout(&output);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        let line_of = |archive: &Path| {
+            let name = archive.file_name().unwrap().to_str().unwrap();
+            lines
+                .iter()
+                .find(|line| line.contains(&format!("{name}: ")))
+                .unwrap_or_else(|| panic!("{name} in {text}"))
+                .to_string()
+        };
+        assert!(
+            line_of(&clean).ends_with(
+                ": no known secret and no credential by its form in 5 entries (1 secret searched for)"
+            ),
+            "{text}"
+        );
+        assert!(
+            line_of(&leaky).contains(": secret found in entry blobs/sha256/"),
+            "{text}"
+        );
+        assert!(!text.contains("tok-1a2b3c4d5e6f"), "{text}");
+        assert_eq!(
+            stderr(&output),
+            "kit-cli: 1 of 10 entries holds a secret, in 1 of 2 archives\n"
+        );
+    }
+}
+
 fn audit_of_attached(secret: &str, body: &str) -> Output {
     let dir = tempfile::tempdir().unwrap();
     audit(&archive_with_secret(dir.path(), secret, body), None)
