@@ -180,10 +180,10 @@ pub(crate) struct Audit {
     pub(crate) findings: Vec<Finding>,
 }
 
-/// Reads the archive's fingerprints (and the secrets in the secrets file, one a line), then
-/// searches every entry, decompressed, for them and (unless `search` says not to) for
+/// Reads the archive's fingerprints (and takes the secrets of a secrets file's bytes, one a
+/// line), then searches every entry, decompressed, for them and (when `forms`) for
 /// credentials by their form.
-pub(crate) fn audit(archive: &Path, search: &Search<'_>) -> Result<Audit, String> {
+pub(crate) fn audit(archive: &Path, secrets_file: Option<&[u8]>, forms: bool) -> Result<Audit, String> {
     let mut reader = ArchiveReader::open(archive).map_err(|e| e.to_string())?;
     let mut scanner = LeakScanner::new();
     for set in reader.secret_fingerprints().map_err(|e| e.to_string())? {
@@ -191,15 +191,14 @@ pub(crate) fn audit(archive: &Path, search: &Search<'_>) -> Result<Audit, String
             .add_set(&set)
             .map_err(|e| format!("{}: a fingerprint set is damaged: {e}", archive.display()))?;
     }
-    if let Some(file) = search.secrets_file {
-        let text = read_secrets_file(file)?;
+    if let Some(text) = secrets_file {
         for line in text.split(|b| *b == b'\n') {
             let line = line.strip_suffix(b"\r").unwrap_or(line);
             scanner.add_secret(line);
         }
     }
     let entries = reader.entry_count();
-    let findings = scan(reader, &scanner, search.forms)?;
+    let findings = scan(reader, &scanner, forms)?;
     Ok(Audit {
         entries,
         secrets: scanner.len(),
@@ -308,10 +307,16 @@ pub(crate) fn run(inputs: &[PathBuf], config: Option<&Path>, search: &Search<'_>
         crate::inputs::archives(inputs)
     }
     .map_err(crate::Exit::input)?;
+    // Read once for every archive: it may be a stream (`<(vault …)`), empty when read again.
+    let secrets_file = search
+        .secrets_file
+        .map(read_secrets_file)
+        .transpose()
+        .map_err(crate::Exit::input)?;
     let several = archives.len() > 1;
     let (mut entries, mut leaking, mut findings) = (0, 0, 0);
     for archive in &archives {
-        let result = audit(archive, search).map_err(crate::Exit::input)?;
+        let result = audit(archive, secrets_file.as_deref(), search.forms).map_err(crate::Exit::input)?;
         let prefix = if several {
             format!("{}: ", kit_core::visible::text(&archive.display().to_string()))
         } else {

@@ -849,6 +849,48 @@ fn audit_of_a_folder_names_each_archive_and_fails_on_any_leak() {
     }
 }
 
+/// A secrets file that is a stream (`--secrets-file <(vault …)`, here standard input, a pipe)
+/// is read once and searched for in every archive, not only the first.
+#[cfg(unix)]
+#[test]
+fn a_streamed_secrets_file_is_searched_for_in_every_archive() {
+    use std::io::Write as _;
+    use std::process::Stdio;
+
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["a", "b"] {
+        let apart = tempfile::tempdir().unwrap();
+        let made = archive_with_secret(
+            apart.path(),
+            "tok-9f8e7d6c5b4a",
+            r#"{"echo":"vault-only-7c1e9a"}"#,
+        );
+        std::fs::copy(&made, dir.path().join(format!("{name}.kittrace"))).unwrap();
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kit-cli"))
+        .args(["audit", "--secrets-file", "/dev/stdin"])
+        .arg(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"vault-only-7c1e9a\n")
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert_eq!(
+        stderr(&output),
+        "kit-cli: 2 of 10 entries hold a secret, in 2 of 2 archives\n",
+        "{}",
+        stdout(&output)
+    );
+}
+
 fn audit_of_attached(secret: &str, body: &str) -> Output {
     let dir = tempfile::tempdir().unwrap();
     audit(&archive_with_secret(dir.path(), secret, body), None)
