@@ -24,9 +24,9 @@ pub(crate) enum Command {
     /// Tests with their outcomes, requests per endpoint, coverage and attachments.
     Report {
         /// Archives, or folders holding `*.kittrace` files. Shards of one run are read as
-        /// one run; different runs are reported side by side. Default: the folder the tests
-        /// write to (`KIT_RESULTS_DIR`, else `Kit:Trace:Directory` from the configuration, else
-        /// `TestResults`, beside the configuration).
+        /// one run; different runs are reported side by side. Default: the newest archive in
+        /// the folder the tests write to (`KIT_RESULTS_DIR`, else `Kit:Trace:Directory` from the
+        /// configuration, else `TestResults`, beside the configuration): the last run.
         inputs: Vec<PathBuf>,
         #[command(flatten)]
         coverage: CoverageArgs,
@@ -41,7 +41,7 @@ pub(crate) enum Command {
     /// covered. Exits 1 when a gate falls short, one line per gate.
     Coverage {
         /// Archives, or folders holding `*.kittrace` files; all are counted together.
-        /// Default: the folder the tests write to, as for `report`.
+        /// Default: the newest archive in the folder the tests write to, as for `report`.
         inputs: Vec<PathBuf>,
         #[command(flatten)]
         coverage: CoverageArgs,
@@ -96,7 +96,7 @@ pub(crate) enum Command {
     /// stand for. Exits 1 naming each entry where one is found.
     Audit {
         /// Archives, or folders holding `*.kittrace` files, each audited on its own. Default:
-        /// the folder the tests write to, as for `report`.
+        /// every archive in the folder the tests write to (found as for `report`).
         inputs: Vec<PathBuf>,
         /// Configuration (`kit.toml`/`kit.json`, or the folder holding them) for
         /// `Kit:Trace:Directory`, when no archive is named. Default: the current folder.

@@ -53,13 +53,25 @@ pub(crate) fn coverage(
     finish(&view, format, output, fail_on_test_failure)
 }
 
-/// The archives in `inputs` or, when none is named, in the folder the tests write to: run in
-/// a test crate's folder, `kit-cli report` reports its runs.
+/// The archives in `inputs` or, when none is named, the newest archive in the folder the
+/// tests write to: run in a test crate's folder after `cargo test`, `kit-cli report` reports
+/// that run, not every run the folder kept (a line on stderr says how many others there are).
 fn archives(inputs: &[PathBuf], configured: &(Configuration, PathBuf)) -> Result<Vec<PathBuf>, Exit> {
     if !inputs.is_empty() {
         return inputs::archives(inputs).map_err(Exit::input);
     }
-    inputs::archives(&[tests_folder(configured)?]).map_err(Exit::input)
+    let folder = tests_folder(configured)?;
+    let mut all = inputs::newest_first(inputs::archives(std::slice::from_ref(&folder)).map_err(Exit::input)?);
+    if all.len() > 1 {
+        crate::note(&format!(
+            "{}: the newest of the {} archives in {}; name the folder to read them all",
+            inputs::short(&all[0]),
+            all.len(),
+            folder.display()
+        ));
+    }
+    all.truncate(1);
+    Ok(all)
 }
 
 /// The folder the tests write to ([`Configuration::trace_directory`] from the configuration's

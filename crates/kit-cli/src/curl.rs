@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use base64::Engine as _;
 
@@ -47,7 +47,9 @@ pub(crate) fn curl(archive: Option<&Path>, request: &str, config: Option<&Path>)
             crate::coverage::tests_folder(&configured)?
         }
     };
-    let archives = newest_first(crate::inputs::archives(std::slice::from_ref(&folder)).map_err(Exit::input)?);
+    let archives = crate::inputs::newest_first(
+        crate::inputs::archives(std::slice::from_ref(&folder)).map_err(Exit::input)?,
+    );
     for archive in &archives {
         if let Some(text) = find(archive, wanted)? {
             return write_output(None, text.as_bytes());
@@ -58,17 +60,6 @@ pub(crate) fn curl(archive: Option<&Path>, request: &str, config: Option<&Path>)
         folder.display(),
         crate::render::counted(archives.len(), "archive", "archives")
     )))
-}
-
-/// Archives by their last change, the newest first (a request a failure just named is in the
-/// run just made); by name, last first, where that is the same or unknown.
-fn newest_first(archives: Vec<PathBuf>) -> Vec<PathBuf> {
-    let mut keyed: Vec<_> = archives
-        .into_iter()
-        .map(|p| (std::fs::metadata(&p).and_then(|m| m.modified()).ok(), p))
-        .collect();
-    keyed.sort_by(|a, b| b.cmp(a));
-    keyed.into_iter().map(|(_, p)| p).collect()
 }
 
 /// The command for request `wanted` with a line break after it, if `archive` holds it.

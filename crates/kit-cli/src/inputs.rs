@@ -50,6 +50,17 @@ pub(crate) fn archives(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
     Ok(out)
 }
 
+/// Archives by their last change, the newest first (a request a failure just named is in the
+/// run just made); by name, last first, where that is the same or unknown.
+pub(crate) fn newest_first(archives: Vec<PathBuf>) -> Vec<PathBuf> {
+    let mut keyed: Vec<_> = archives
+        .into_iter()
+        .map(|p| (std::fs::metadata(&p).and_then(|m| m.modified()).ok(), p))
+        .collect();
+    keyed.sort_by(|a, b| b.cmp(a));
+    keyed.into_iter().map(|(_, p)| p).collect()
+}
+
 /// One archive file (for commands that read a single archive), checked as [`archives`]
 /// checks its inputs.
 pub(crate) fn archive(path: &Path) -> Result<&Path, InputError> {

@@ -57,6 +57,16 @@ where
     }
 }
 
+/// Writes a note that is no failure to stderr, as failures are written: after `kit-cli: `,
+/// its control characters escaped.
+pub(crate) fn note(line: &str) {
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "kit-cli: {}",
+        kit_core::visible::text(line)
+    );
+}
+
 /// A failure with its exit code; each line of the message is printed after `kit-cli: `, its
 /// control characters escaped.
 pub(crate) struct Exit {

@@ -232,6 +232,43 @@ fn named_no_archive_the_folder_the_tests_write_to_is_read() {
     let named = crate_dir.join("out/traces");
     let output = run(dir.path(), &["report", named.to_str().unwrap()], None);
     assert!(stdout(&output).contains("Run configured "), "{}", stdout(&output));
+
+    // Of several runs kept, the newest is read, and a line says so; the folder named reads all.
+    let later = archive(
+        &dir.path().join("TestResults"),
+        "later",
+        &[("t3", 200, TestOutcome::Passed)],
+    );
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    let first = dir.path().join("TestResults").join("kit-default.kittrace");
+    assert!(first.exists(), "the helper names archives kit-<run id>.kittrace");
+    std::fs::File::options()
+        .write(true)
+        .open(&first)
+        .unwrap()
+        .set_modified(hour_ago)
+        .unwrap();
+    for command in ["report", "coverage"] {
+        let output = run(dir.path(), &[command], None);
+        assert!(output.status.success(), "{command}: {}", stderr(&output));
+        let text = stdout(&output);
+        assert!(
+            text.contains("Run later ") && !text.contains("Run default "),
+            "{command}: {text}"
+        );
+        assert_eq!(
+            stderr(&output),
+            format!(
+                "kit-cli: {}: the newest of the 2 archives in {}; name the folder to read them all\n",
+                later.file_name().unwrap().to_str().unwrap(),
+                dir.path().join("TestResults").display()
+            ),
+            "{command}"
+        );
+    }
+    let output = run(dir.path(), &["report", "TestResults"], None);
+    assert!(stdout(&output).contains("Run later ") && stdout(&output).contains("Run default "));
+    assert_eq!(stderr(&output), "");
 }
 
 /// `kit-cli curl <id>` alone searches the folder the tests write to, and `curl <folder> <id>`
