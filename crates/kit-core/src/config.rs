@@ -117,6 +117,24 @@ pub const DEFAULT_TRACE_DIRECTORY: &str = "TestResults";
 /// mistake (a generated file, a log written under the name) costs every test binary's start.
 pub const MAX_CONFIG_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
+/// The longest line of a TOML error's quoted source kept in a message. The runner prints a
+/// configuration error in every test's failure: a generated file's 20 000-character line
+/// quoted whole would bury the rest.
+const LONGEST_QUOTED_LINE: usize = 200;
+
+/// The TOML parser's message: with the line it quotes and a caret under the place, or, when
+/// that line is too long to show, the place and the reason alone.
+fn toml_message(e: &toml::de::Error) -> String {
+    let text = e.to_string();
+    let text = text.trim();
+    if text.lines().all(|line| line.len() <= LONGEST_QUOTED_LINE) {
+        return text.to_owned();
+    }
+    // The first line names the place (`TOML parse error at line 1, column 85`).
+    let place = text.lines().next().unwrap_or_default();
+    format!("{place}: {}", e.message().trim())
+}
+
 /// The bytes of the configuration file at `path`, or `None` when there is none.
 fn read_file(path: &Path) -> Result<Option<Vec<u8>>, ConfigError> {
     let read_error = |source| ConfigError::Read {
@@ -249,7 +267,7 @@ impl Configuration {
         let table: toml::Table = text.parse().map_err(|e: toml::de::Error| ConfigError::Parse {
             origin: origin.to_owned(),
             format: "TOML",
-            message: e.to_string().trim().to_owned(),
+            message: toml_message(&e),
         })?;
         let mut config = Configuration::new();
         flatten_toml(&mut config, String::new(), &toml::Value::Table(table), origin);
@@ -700,7 +718,21 @@ mod tests {
                 matches!(err, ConfigError::Parse { format: "TOML", .. }),
                 "{err:?}"
             );
+            // The 20 000-character line is not quoted: the place and the reason are.
+            let said = err.to_string();
+            assert!(said.len() < 300, "{said}");
+            assert!(
+                said.starts_with(
+                    "configuration file deep/kit.toml is not valid TOML: TOML parse error at line 1, column "
+                ),
+                "{said}"
+            );
         }
+        // A short line is quoted with its caret, as the parser writes it.
+        let said = Configuration::from_toml_str("a = [1,\n", "kit.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(said.contains("|\n") && said.contains('^'), "{said}");
         let json = format!("{{\"a\": {}{}}}", "[".repeat(deep), "]".repeat(deep));
         let err = Configuration::from_json_str(&json, "deep/kit.json").unwrap_err();
         assert!(
