@@ -66,14 +66,19 @@ pub(crate) enum Command {
     /// Exports an archive's requests as HAR 1.2 (one page per test) or its tests as
     /// OpenTelemetry traces (OTLP/JSON).
     Export {
-        /// The archive.
-        archive: PathBuf,
+        /// The archive. Default: the newest archive in the folder the tests write to, as for
+        /// `report`.
+        archive: Option<PathBuf>,
         /// Write a HAR 1.2 file here.
         #[arg(long, required_unless_present = "otlp")]
         har: Option<PathBuf>,
         /// Write OTLP/JSON (an ExportTraceServiceRequest) here.
         #[arg(long)]
         otlp: Option<PathBuf>,
+        /// Configuration (`kit.toml`/`kit.json`, or the folder holding them) for
+        /// `Kit:Trace:Directory`, when no archive is named. Default: the current folder.
+        #[arg(long)]
+        config: Option<PathBuf>,
     },
     /// Prints a curl command that sends a traced request again (as recorded: redacted
     /// values stay redacted).

@@ -60,8 +60,14 @@ fn archives(inputs: &[PathBuf], configured: &(Configuration, PathBuf)) -> Result
     if !inputs.is_empty() {
         return inputs::archives(inputs).map_err(Exit::input);
     }
+    Ok(vec![newest_archive(configured)?])
+}
+
+/// The newest archive in the folder the tests write to, for a command named no archive (the
+/// last run); a line on stderr says so when the folder keeps others.
+pub(crate) fn newest_archive(configured: &(Configuration, PathBuf)) -> Result<PathBuf, Exit> {
     let folder = tests_folder(configured)?;
-    let mut all = inputs::newest_first(inputs::archives(std::slice::from_ref(&folder)).map_err(Exit::input)?);
+    let all = inputs::newest_first(inputs::archives(std::slice::from_ref(&folder)).map_err(Exit::input)?);
     if all.len() > 1 {
         crate::note(&format!(
             "{}: the newest of the {} archives in {}; name the folder to read them all",
@@ -70,8 +76,10 @@ fn archives(inputs: &[PathBuf], configured: &(Configuration, PathBuf)) -> Result
             folder.display()
         ));
     }
-    all.truncate(1);
-    Ok(all)
+    // A folder with no archive was refused above, saying so.
+    all.into_iter()
+        .next()
+        .ok_or_else(|| Exit::input(format!("{}: the folder holds no archive", folder.display())))
 }
 
 /// The folder the tests write to ([`Configuration::trace_directory`] from the configuration's

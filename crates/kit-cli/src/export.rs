@@ -18,9 +18,22 @@ use crate::Exit;
 use crate::exchanges::{Body, Exchange, exchanges, rfc3339, timestamp};
 use crate::pretty::PrettyWriter;
 
-pub(crate) fn export(archive: &Path, har: Option<&Path>, otlp: Option<&Path>) -> Result<(), Exit> {
-    let archive = crate::inputs::archive(archive).map_err(Exit::input)?;
-    let open = || ArchiveReader::open(archive).map_err(Exit::input);
+/// `kit-cli export`: `archive`, or when none is named the newest in the folder the tests write
+/// to (found through the configuration in `config`).
+pub(crate) fn export(
+    archive: Option<&Path>,
+    har: Option<&Path>,
+    otlp: Option<&Path>,
+    config: Option<&Path>,
+) -> Result<(), Exit> {
+    let archive = match archive {
+        Some(path) => crate::inputs::archive(path).map_err(Exit::input)?.to_owned(),
+        None => {
+            let configured = crate::coverage::configuration(config).map_err(Exit::input)?;
+            crate::coverage::newest_archive(&configured)?
+        }
+    };
+    let open = || ArchiveReader::open(&archive).map_err(Exit::input);
     if let Some(path) = har {
         let reader = open()?;
         write_streamed(path, |w| har_document(reader, w))?;

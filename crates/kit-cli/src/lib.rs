@@ -116,7 +116,17 @@ fn dispatch(command: Command) -> Result<(), Exit> {
             fail_on_test_failure,
         ),
         Command::Merge { output, shards } => merge::merge(&shards, &output),
-        Command::Export { archive, har, otlp } => export::export(&archive, har.as_deref(), otlp.as_deref()),
+        Command::Export {
+            archive,
+            har,
+            otlp,
+            config,
+        } => export::export(
+            archive.as_deref(),
+            har.as_deref(),
+            otlp.as_deref(),
+            config.as_deref(),
+        ),
         Command::Curl {
             archive,
             request,

@@ -269,6 +269,24 @@ fn named_no_archive_the_folder_the_tests_write_to_is_read() {
     let output = run(dir.path(), &["report", "TestResults"], None);
     assert!(stdout(&output).contains("Run later ") && stdout(&output).contains("Run default "));
     assert_eq!(stderr(&output), "");
+
+    // `export` named no archive exports the newest run too.
+    let har = dir.path().join("last.har");
+    let output = run(dir.path(), &["export", "--har", har.to_str().unwrap()], None);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("the newest of the 2 archives"),
+        "{}",
+        stderr(&output)
+    );
+    let document: serde_json::Value = serde_json::from_slice(&std::fs::read(&har).unwrap()).unwrap();
+    let pages: Vec<&str> = document["log"]["pages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(pages, ["t3"], "{document}");
 }
 
 /// `kit-cli curl <id>` alone searches the folder the tests write to, and `curl <folder> <id>`
