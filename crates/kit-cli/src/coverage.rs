@@ -60,17 +60,21 @@ fn archives(inputs: &[PathBuf], configured: &(Configuration, PathBuf)) -> Result
     if !inputs.is_empty() {
         return inputs::archives(inputs).map_err(Exit::input);
     }
-    Ok(vec![newest_archive(configured)?])
+    Ok(vec![newest_archive(
+        configured,
+        "name the folder to read them all",
+    )?])
 }
 
 /// The newest archive in the folder the tests write to, for a command named no archive (the
-/// last run); a line on stderr says so when the folder keeps others.
-pub(crate) fn newest_archive(configured: &(Configuration, PathBuf)) -> Result<PathBuf, Exit> {
+/// last run); a line on stderr says so when the folder keeps others, and `instead` how to
+/// read another.
+pub(crate) fn newest_archive(configured: &(Configuration, PathBuf), instead: &str) -> Result<PathBuf, Exit> {
     let folder = tests_folder(configured)?;
     let all = inputs::newest_first(inputs::archives(std::slice::from_ref(&folder)).map_err(Exit::input)?);
     if all.len() > 1 {
         crate::note(&format!(
-            "{}: the newest of the {} archives in {}; name the folder to read them all",
+            "{}: the newest of the {} archives in {}; {instead}",
             inputs::short(&all[0]),
             all.len(),
             folder.display()

@@ -275,7 +275,8 @@ fn named_no_archive_the_folder_the_tests_write_to_is_read() {
     let output = run(dir.path(), &["export", "--har", har.to_str().unwrap()], None);
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(
-        stderr(&output).contains("the newest of the 2 archives"),
+        stderr(&output).contains("the newest of the 2 archives in ")
+            && stderr(&output).ends_with("; name an archive to export another\n"),
         "{}",
         stderr(&output)
     );
