@@ -54,8 +54,8 @@ pub enum ConfigError {
     NotAFile {
         /// The path.
         path: PathBuf,
-        /// What it is (`a folder`, `a named pipe`, …).
-        kind: &'static str,
+        /// What it is.
+        kind: crate::file::NotAFile,
     },
     /// The file is larger than a configuration file may be ([`MAX_CONFIG_FILE_BYTES`]).
     #[error("configuration file {path} is {size} bytes; configuration files over {limit} bytes are refused")]
@@ -674,7 +674,13 @@ mod tests {
         std::fs::create_dir(dir.path().join("kit.toml")).unwrap();
         let err = Configuration::load_files(dir.path()).unwrap_err();
         assert!(
-            matches!(err, ConfigError::NotAFile { kind: "a folder", .. }),
+            matches!(
+                err,
+                ConfigError::NotAFile {
+                    kind: crate::file::NotAFile::Folder,
+                    ..
+                }
+            ),
             "{err:?}"
         );
         let text = err.to_string();

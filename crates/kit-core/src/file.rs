@@ -5,11 +5,11 @@
 //! `/dev/stdin`, `/dev/zero`), which has no size to check first; read to its end, `/dev/zero`
 //! fills memory. [`read_bounded`] reads one byte past its limit at most, and tells a file found
 //! too large by its size from a stream that went on too long. [`not_a_file`] says what a path
-//! names instead of a file, for callers that must refuse a pipe before opening it (opening a
+//! names instead of a file ([`NotAFile`]), for callers that must refuse a pipe before opening it (opening a
 //! named pipe waits for a writer, and no reason would be found after).
 //!
 //! ```
-//! use kit_core::file::{self, ReadBoundedError};
+//! use kit_core::file::{self, NotAFile, ReadBoundedError};
 //!
 //! let dir = std::env::temp_dir().join(format!("kit-file-doc-{}", std::process::id()));
 //! std::fs::create_dir_all(&dir).unwrap();
@@ -22,7 +22,8 @@
 //!     Err(ReadBoundedError::TooLarge { size: Some(16), limit: 8 })
 //! ));
 //! let kind = std::fs::metadata(&dir).unwrap().file_type();
-//! assert_eq!(file::not_a_file(&kind), Some("a folder"));
+//! assert_eq!(file::not_a_file(&kind), Some(NotAFile::Folder));
+//! assert_eq!(NotAFile::Folder.to_string(), "a folder");
 //! # std::fs::remove_dir_all(&dir).unwrap();
 //! ```
 
@@ -82,27 +83,45 @@ pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, ReadBoundedError
     Ok(bytes)
 }
 
-/// What `kind` is when it is not a regular file (`"a folder"`, `"a named pipe"`, `"a socket"`,
-/// `"a device"`), or `None` for a file. Pass the type of [`std::fs::metadata`], which follows
-/// links.
-pub fn not_a_file(kind: &FileType) -> Option<&'static str> {
+/// What a path names when it is not a regular file. Displayed as a noun phrase (`a folder`,
+/// `a named pipe`, `a socket`, `a device`) for messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum NotAFile {
+    /// A folder.
+    #[error("a folder")]
+    Folder,
+    /// A named pipe (FIFO): opening one waits for a writer, and what it gives has no size.
+    #[error("a named pipe")]
+    NamedPipe,
+    /// A Unix socket.
+    #[error("a socket")]
+    Socket,
+    /// A block or character device (`/dev/zero`), or anything else that is not a file.
+    #[error("a device")]
+    Device,
+}
+
+/// What `kind` is when it is not a regular file, or `None` for a file. Pass the type of
+/// [`std::fs::metadata`], which follows links.
+pub fn not_a_file(kind: &FileType) -> Option<NotAFile> {
     if kind.is_file() {
         return None;
     }
     if kind.is_dir() {
-        return Some("a folder");
+        return Some(NotAFile::Folder);
     }
     #[cfg(unix)]
     {
         use std::os::unix::fs::FileTypeExt;
         if kind.is_fifo() {
-            return Some("a named pipe");
+            return Some(NotAFile::NamedPipe);
         }
         if kind.is_socket() {
-            return Some("a socket");
+            return Some(NotAFile::Socket);
         }
     }
-    Some("a device")
+    Some(NotAFile::Device)
 }
 
 #[cfg(test)]
@@ -176,17 +195,17 @@ mod tests {
         std::fs::write(&file, b"x").unwrap();
         let kind = |p: &Path| std::fs::metadata(p).unwrap().file_type();
         assert_eq!(not_a_file(&kind(&file)), None);
-        assert_eq!(not_a_file(&kind(dir.path())), Some("a folder"));
+        assert_eq!(not_a_file(&kind(dir.path())), Some(NotAFile::Folder));
         #[cfg(unix)]
         {
             let fifo = dir.path().join("fifo");
             let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
             assert!(made.success());
-            assert_eq!(not_a_file(&kind(&fifo)), Some("a named pipe"));
+            assert_eq!(not_a_file(&kind(&fifo)), Some(NotAFile::NamedPipe));
             let socket = dir.path().join("socket");
             let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
-            assert_eq!(not_a_file(&kind(&socket)), Some("a socket"));
-            assert_eq!(not_a_file(&kind(Path::new("/dev/null"))), Some("a device"));
+            assert_eq!(not_a_file(&kind(&socket)), Some(NotAFile::Socket));
+            assert_eq!(not_a_file(&kind(Path::new("/dev/null"))), Some(NotAFile::Device));
         }
     }
 }

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use kit_core::file::NotAFile;
 use kit_core::redact::FingerprintSet;
 use kit_core::{Event, EventKind, RunId, TestId, TestOutcome, TestStarted, Timestamp};
 
@@ -875,12 +876,13 @@ fn not_an_archive(path: &Path, reason: &str) -> TraceError {
 
 /// Why what a path names cannot be read as an archive, when it is not a file (links followed).
 fn not_a_file(kind: &std::fs::FileType) -> Option<String> {
-    let what = kit_core::file::not_a_file(kind)?;
-    Some(if what == "a named pipe" {
+    Some(match kit_core::file::not_a_file(kind)? {
         // An archive is read from its end (the central directory), which a pipe has not.
-        "it is a pipe; an archive is read from its end, so save the stream to a file and name that".to_owned()
-    } else {
-        format!("it is {what}, not a file")
+        NotAFile::NamedPipe => {
+            "it is a pipe; an archive is read from its end, so save the stream to a file and name that"
+                .to_owned()
+        }
+        other => format!("it is {other}, not a file"),
     })
 }
 
