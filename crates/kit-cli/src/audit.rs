@@ -301,7 +301,7 @@ fn scan(reader: ArchiveReader, scanner: &LeakScanner, forms: bool) -> Result<Vec
 pub(crate) fn run(inputs: &[PathBuf], config: Option<&Path>, search: &Search<'_>) -> Result<(), crate::Exit> {
     let archives = if inputs.is_empty() {
         let configured = crate::coverage::configuration(config).map_err(crate::Exit::input)?;
-        let folder = crate::coverage::tests_folder(&configured)?;
+        let folder = crate::inputs::tests_folder(&configured).map_err(crate::Exit::input)?;
         crate::inputs::archives(&[folder])
     } else {
         crate::inputs::archives(inputs)

@@ -60,45 +60,8 @@ fn archives(inputs: &[PathBuf], configured: &(Configuration, PathBuf)) -> Result
     if !inputs.is_empty() {
         return inputs::archives(inputs).map_err(Exit::input);
     }
-    Ok(vec![newest_archive(
-        configured,
-        "name the folder to read them all",
-    )?])
-}
-
-/// The newest archive in the folder the tests write to, for a command named no archive (the
-/// last run); a line on stderr says so when the folder keeps others, and `instead` how to
-/// read another.
-pub(crate) fn newest_archive(configured: &(Configuration, PathBuf), instead: &str) -> Result<PathBuf, Exit> {
-    let folder = tests_folder(configured)?;
-    let all = inputs::newest_first(inputs::archives(std::slice::from_ref(&folder)).map_err(Exit::input)?);
-    if all.len() > 1 {
-        crate::note(&format!(
-            "{}: the newest of the {} archives in {}; {instead}",
-            inputs::short(&all[0]),
-            all.len(),
-            folder.display()
-        ));
-    }
-    // A folder with no archive was refused above, saying so.
-    all.into_iter()
-        .next()
-        .ok_or_else(|| Exit::input(format!("{}: the folder holds no archive", folder.display())))
-}
-
-/// The folder the tests write to ([`Configuration::trace_directory`] from the configuration's
-/// folder), for commands named no archive; an error saying where it looked when it is not
-/// there.
-pub(crate) fn tests_folder((configuration, dir): &(Configuration, PathBuf)) -> Result<PathBuf, Exit> {
-    let folder = configuration.trace_directory(dir);
-    if !folder.is_dir() {
-        return Err(Exit::input(format!(
-            "{}: no archive named, and no such folder, where the tests write theirs (KIT_RESULTS_DIR, Kit:Trace:Directory or {}); name archives or folders",
-            folder.display(),
-            kit_core::DEFAULT_TRACE_DIRECTORY
-        )));
-    }
-    Ok(folder)
+    let newest = inputs::newest_archive(configured, "name the folder to read them all");
+    Ok(vec![newest.map_err(Exit::input)?])
 }
 
 /// Renders, writes, and turns failed gates (and failed tests, when asked) into exit 1.

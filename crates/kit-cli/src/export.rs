@@ -30,7 +30,8 @@ pub(crate) fn export(
         Some(path) => crate::inputs::archive(path).map_err(Exit::input)?.to_owned(),
         None => {
             let configured = crate::coverage::configuration(config).map_err(Exit::input)?;
-            crate::coverage::newest_archive(&configured, "name an archive to export another")?
+            crate::inputs::newest_archive(&configured, "name an archive to export another")
+                .map_err(Exit::input)?
         }
     };
     let open = || ArchiveReader::open(&archive).map_err(Exit::input);

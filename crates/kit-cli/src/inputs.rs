@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use kit_core::Configuration;
 use kit_trace::format::EXTENSION;
 
 /// An input that cannot be used, with the one line that says why.
@@ -59,6 +60,47 @@ pub(crate) fn newest_first(archives: Vec<PathBuf>) -> Vec<PathBuf> {
         .collect();
     keyed.sort_by(|a, b| b.cmp(a));
     keyed.into_iter().map(|(_, p)| p).collect()
+}
+
+/// The folder the tests write to ([`Configuration::trace_directory`] from the configuration's
+/// folder, as `--config` gives both), for commands named no archive; an error saying where it
+/// looked when it is not there.
+pub(crate) fn tests_folder((configuration, dir): &(Configuration, PathBuf)) -> Result<PathBuf, InputError> {
+    let folder = configuration.trace_directory(dir);
+    if !folder.is_dir() {
+        return Err(InputError {
+            path: folder.display().to_string(),
+            reason: format!(
+                "no archive named, and no such folder, where the tests write theirs (KIT_RESULTS_DIR, Kit:Trace:Directory or {}); name archives or folders",
+                kit_core::DEFAULT_TRACE_DIRECTORY
+            ),
+        });
+    }
+    Ok(folder)
+}
+
+/// The newest archive in the [folder the tests write to](tests_folder), for a command named
+/// no archive (the last run); a line on stderr says so when the folder keeps others, and
+/// `instead` how to read another.
+pub(crate) fn newest_archive(
+    configured: &(Configuration, PathBuf),
+    instead: &str,
+) -> Result<PathBuf, InputError> {
+    let folder = tests_folder(configured)?;
+    // A folder with no archive is refused here, saying so: `all` has at least one.
+    let all = newest_first(archives(std::slice::from_ref(&folder))?);
+    if all.len() > 1 {
+        crate::note(&format!(
+            "{}: the newest of the {} archives in {}; {instead}",
+            short(&all[0]),
+            all.len(),
+            folder.display()
+        ));
+    }
+    all.into_iter().next().ok_or_else(|| InputError {
+        path: folder.display().to_string(),
+        reason: format!("the folder holds no .{EXTENSION} archive"),
+    })
 }
 
 /// One archive file (for commands that read a single archive), checked as [`archives`]
