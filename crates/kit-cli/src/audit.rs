@@ -297,7 +297,8 @@ fn scan(reader: ArchiveReader, scanner: &LeakScanner, forms: bool) -> Result<Vec
 /// `kit-cli audit`: prints a line per finding (or that none was found) for each archive in
 /// `inputs` (files or folders; none named, the folder the tests write to, found through the
 /// configuration in `config`), each line after the archive's name when there are several;
-/// exit 1 on findings.
+/// exit 1 on findings. Of several archives, one that cannot be read is named at the end, after
+/// the others are audited, and the exit is 2.
 pub(crate) fn run(inputs: &[PathBuf], config: Option<&Path>, search: &Search<'_>) -> Result<(), crate::Exit> {
     let archives = if inputs.is_empty() {
         let configured = crate::coverage::configuration(config).map_err(crate::Exit::input)?;
@@ -315,8 +316,18 @@ pub(crate) fn run(inputs: &[PathBuf], config: Option<&Path>, search: &Search<'_>
         .map_err(crate::Exit::input)?;
     let several = archives.len() > 1;
     let (mut entries, mut leaking, mut findings) = (0, 0, 0);
+    // Of several archives, one that cannot be read is no reason to leave the rest unsearched:
+    // the audit goes on, and says at its end which it could not audit.
+    let mut unread = Vec::new();
     for archive in &archives {
-        let result = audit(archive, secrets_file.as_deref(), search.forms).map_err(crate::Exit::input)?;
+        let result = match audit(archive, secrets_file.as_deref(), search.forms) {
+            Ok(result) => result,
+            Err(e) if several => {
+                unread.push(e.lines().next().unwrap_or_default().to_owned());
+                continue;
+            }
+            Err(e) => return Err(crate::Exit::input(e)),
+        };
         let prefix = if several {
             format!("{}: ", kit_core::visible::text(&archive.display().to_string()))
         } else {
@@ -328,18 +339,36 @@ pub(crate) fn run(inputs: &[PathBuf], config: Option<&Path>, search: &Search<'_>
         findings += result.findings.len();
         leaking += usize::from(!result.findings.is_empty());
     }
-    if findings == 0 {
+    let mut lines = Vec::new();
+    if findings > 0 {
+        let holds = if findings == 1 { "holds" } else { "hold" };
+        let mut line = format!(
+            "{findings} of {} {holds} a secret",
+            counted(entries, "entry", "entries")
+        );
+        if several {
+            line.push_str(&format!(", in {leaking} of {} archives", archives.len()));
+        }
+        lines.push(line);
+    }
+    // An archive left unsearched is unusable input (2), which outweighs a leak found (1): both
+    // fail a build, and the leak's line is printed either way.
+    let code = if unread.is_empty() { 1 } else { 2 };
+    if !unread.is_empty() {
+        let count = unread.len();
+        lines.extend(unread);
+        lines.push(format!(
+            "{count} of {} archives could not be audited",
+            archives.len()
+        ));
+    }
+    if lines.is_empty() {
         return Ok(());
     }
-    let holds = if findings == 1 { "holds" } else { "hold" };
-    let mut message = format!(
-        "{findings} of {} {holds} a secret",
-        counted(entries, "entry", "entries")
-    );
-    if several {
-        message.push_str(&format!(", in {leaking} of {} archives", archives.len()));
-    }
-    Err(crate::Exit { code: 1, message })
+    Err(crate::Exit {
+        code,
+        message: lines.join("\n"),
+    })
 }
 
 /// An archive's lines: a line per finding, or one saying none was found; each after `prefix`.

@@ -50,16 +50,29 @@ pub(crate) fn curl(archive: Option<&Path>, request: &str, config: Option<&Path>)
     let archives = crate::inputs::newest_first(
         crate::inputs::archives(std::slice::from_ref(&folder)).map_err(Exit::input)?,
     );
+    // An archive that cannot be read (a damaged copy, a stray file) is passed over, so that it
+    // hides no request the others hold, and named: on stderr as the search goes on, and in
+    // the error if the request is not found.
+    let mut unread = Vec::new();
     for archive in &archives {
-        if let Some(text) = find(archive, wanted)? {
-            return write_output(None, text.as_bytes());
+        match find(archive, wanted) {
+            Ok(Some(text)) => return write_output(None, text.as_bytes()),
+            Ok(None) => {}
+            Err(e) => {
+                crate::note(&format!("{}; searching the other archives", e.message));
+                unread.push(e.message);
+            }
         }
     }
-    Err(Exit::input(format!(
+    let mut message = format!(
         "{}: no request {wanted} in its {}",
         folder.display(),
         crate::render::counted(archives.len(), "archive", "archives")
-    )))
+    );
+    if !unread.is_empty() {
+        message.push_str(&format!(" ({} of them could not be read)", unread.len()));
+    }
+    Err(Exit::input(message))
 }
 
 /// The command for request `wanted` with a line break after it, if `archive` holds it.

@@ -328,6 +328,34 @@ fn curl_named_only_a_request_searches_the_tests_folder() {
     );
     let nowhere = curl_in(&results, &["00000000000000ff"]);
     assert_input_error(&nowhere, "no archive named, and no such folder");
+
+    // An archive that cannot be read, the newest, hides no request the others hold: it is
+    // passed over with a note, and named in the count when the request is nowhere.
+    let broken = results.join("broken.kittrace");
+    std::fs::write(&broken, b"not a zip at all").unwrap();
+    let id = request_ids(&older).remove(0);
+    let past = curl_in(dir.path(), &[&id]);
+    assert!(past.status.success(), "{}", stderr(&past));
+    assert_eq!(stdout(&past), stdout(&curl(&older, &id)));
+    let note = stderr(&past);
+    assert!(
+        note.starts_with(&format!(
+            "kit-cli: {} is not a kittrace archive: ",
+            broken.display()
+        )) && note.ends_with("; searching the other archives\n")
+            && note.lines().count() == 1,
+        "{note}"
+    );
+    let absent = curl_in(dir.path(), &["00000000000000ff"]);
+    assert_eq!(absent.status.code(), Some(2));
+    assert!(
+        stderr(&absent).ends_with(&format!(
+            "kit-cli: {}: no request 00000000000000ff in its 3 archives (1 of them could not be read)\n",
+            results.display()
+        )),
+        "{}",
+        stderr(&absent)
+    );
 }
 
 #[test]
@@ -903,6 +931,83 @@ fn audit_of_a_folder_names_each_archive_and_fails_on_any_leak() {
             "kit-cli: 1 of 10 entries holds a secret, in 1 of 2 archives\n"
         );
     }
+}
+
+/// Of several archives, one that cannot be read does not leave the others unsearched: each
+/// readable archive is audited and reported, the unreadable one is named at the end, and the
+/// exit is 2, a leak found or not.
+#[test]
+fn audit_goes_on_past_an_archive_it_cannot_read() {
+    let dir = tempfile::tempdir().unwrap();
+    // Sorted first, so the audit meets it before the others.
+    let broken = dir.path().join("a-broken.kittrace");
+    std::fs::write(&broken, b"not a zip at all").unwrap();
+    let apart = tempfile::tempdir().unwrap();
+    let made = archive_with_secret(apart.path(), "tok-1a2b3c4d5e6f", r#"{"echo":"tok-1a2b3c4d5e6f"}"#);
+    let leaky = dir.path().join("b-leaky.kittrace");
+    std::fs::copy(&made, &leaky).unwrap();
+
+    let output = Command::new(env!("CARGO_BIN_EXE_kit-cli"))
+        .arg("audit")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(
+        text.starts_with(&format!(
+            "{}: secret found in entry blobs/sha256/",
+            leaky.display()
+        )),
+        "{text}"
+    );
+    let errors = stderr(&output);
+    let lines: Vec<&str> = errors.lines().collect();
+    assert_eq!(lines.len(), 3, "{errors}");
+    assert_eq!(
+        lines[0],
+        "kit-cli: 1 of 5 entries holds a secret, in 1 of 2 archives"
+    );
+    assert!(
+        lines[1].starts_with(&format!(
+            "kit-cli: {} is not a kittrace archive: ",
+            broken.display()
+        )),
+        "{errors}"
+    );
+    assert_eq!(lines[2], "kit-cli: 1 of 2 archives could not be audited");
+
+    // With no leak in what could be read, still 2: an archive went unsearched.
+    std::fs::remove_file(&leaky).unwrap();
+    let clean = archive_with_secret(dir.path(), "tok-9f8e7d6c5b4a", r#"{"token":"[REDACTED]"}"#);
+    let output = Command::new(env!("CARGO_BIN_EXE_kit-cli"))
+        .arg("audit")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stdout(&output).starts_with(&format!("{}: no known secret", clean.display())),
+        "{}",
+        stdout(&output)
+    );
+    let errors = stderr(&output);
+    assert_eq!(errors.lines().count(), 2, "{errors}");
+    assert!(
+        errors.ends_with("kit-cli: 1 of 2 archives could not be audited\n"),
+        "{errors}"
+    );
+
+    // Named alone, an unreadable archive is the one input, refused as before.
+    let output = Command::new(env!("CARGO_BIN_EXE_kit-cli"))
+        .arg("audit")
+        .arg(&broken)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stdout(&output).is_empty());
+    assert_eq!(stderr(&output).lines().count(), 1, "{}", stderr(&output));
 }
 
 /// A secrets file that is a stream (`--secrets-file <(vault …)`, here standard input, a pipe)
