@@ -59,7 +59,7 @@ pub(crate) fn curl(archive: Option<&Path>, request: &str, config: Option<&Path>)
             Ok(Some(text)) => return write_output(None, text.as_bytes()),
             Ok(None) => {}
             Err(e) => {
-                crate::note(&format!("{}; searching the other archives", e.message));
+                crate::note(&format!("{}; left out of the search", e.message));
                 unread.push(e.message);
             }
         }

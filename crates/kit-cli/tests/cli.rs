@@ -342,7 +342,7 @@ fn curl_named_only_a_request_searches_the_tests_folder() {
         note.starts_with(&format!(
             "kit-cli: {} is not a kittrace archive: ",
             broken.display()
-        )) && note.ends_with("; searching the other archives\n")
+        )) && note.ends_with("; left out of the search\n")
             && note.lines().count() == 1,
         "{note}"
     );
@@ -947,11 +947,7 @@ fn audit_goes_on_past_an_archive_it_cannot_read() {
     let leaky = dir.path().join("b-leaky.kittrace");
     std::fs::copy(&made, &leaky).unwrap();
 
-    let output = Command::new(env!("CARGO_BIN_EXE_kit-cli"))
-        .arg("audit")
-        .arg(dir.path())
-        .output()
-        .unwrap();
+    let output = audit(dir.path(), None);
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     let text = stdout(&output);
     assert_eq!(text.lines().count(), 1, "{text}");
@@ -981,11 +977,7 @@ fn audit_goes_on_past_an_archive_it_cannot_read() {
     // With no leak in what could be read, still 2: an archive went unsearched.
     std::fs::remove_file(&leaky).unwrap();
     let clean = archive_with_secret(dir.path(), "tok-9f8e7d6c5b4a", r#"{"token":"[REDACTED]"}"#);
-    let output = Command::new(env!("CARGO_BIN_EXE_kit-cli"))
-        .arg("audit")
-        .arg(dir.path())
-        .output()
-        .unwrap();
+    let output = audit(dir.path(), None);
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(
         stdout(&output).starts_with(&format!("{}: no known secret", clean.display())),
@@ -1000,11 +992,7 @@ fn audit_goes_on_past_an_archive_it_cannot_read() {
     );
 
     // Named alone, an unreadable archive is the one input, refused as before.
-    let output = Command::new(env!("CARGO_BIN_EXE_kit-cli"))
-        .arg("audit")
-        .arg(&broken)
-        .output()
-        .unwrap();
+    let output = audit(&broken, None);
     assert_eq!(output.status.code(), Some(2));
     assert!(stdout(&output).is_empty());
     assert_eq!(stderr(&output).lines().count(), 1, "{}", stderr(&output));
