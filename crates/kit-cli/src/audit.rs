@@ -323,7 +323,7 @@ pub(crate) fn run(inputs: &[PathBuf], config: Option<&Path>, search: &Search<'_>
         let result = match audit(archive, secrets_file.as_deref(), search.forms) {
             Ok(result) => result,
             Err(e) if several => {
-                unread.push(e.lines().next().unwrap_or_default().to_owned());
+                unread.push(crate::Exit::input(e).message);
                 continue;
             }
             Err(e) => return Err(crate::Exit::input(e)),

@@ -53,14 +53,14 @@ pub(crate) fn curl(archive: Option<&Path>, request: &str, config: Option<&Path>)
     // An archive that cannot be read (a damaged copy, a stray file) is passed over, so that it
     // hides no request the others hold, and named: on stderr as the search goes on, and in
     // the error if the request is not found.
-    let mut unread = Vec::new();
+    let mut unread = 0;
     for archive in &archives {
         match find(archive, wanted) {
             Ok(Some(text)) => return write_output(None, text.as_bytes()),
             Ok(None) => {}
             Err(e) => {
                 crate::note(&format!("{}; left out of the search", e.message));
-                unread.push(e.message);
+                unread += 1;
             }
         }
     }
@@ -69,8 +69,8 @@ pub(crate) fn curl(archive: Option<&Path>, request: &str, config: Option<&Path>)
         folder.display(),
         crate::render::counted(archives.len(), "archive", "archives")
     );
-    if !unread.is_empty() {
-        message.push_str(&format!(" ({} of them could not be read)", unread.len()));
+    if unread > 0 {
+        message.push_str(&format!(" ({unread} of them could not be read)"));
     }
     Err(Exit::input(message))
 }
