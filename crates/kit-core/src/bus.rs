@@ -2071,19 +2071,15 @@ mod tests {
         // producer's nudge here, is still taken at the next nap's end.
         let mut quiet = Quiet::new(Duration::from_secs(3600), NAP);
         let (stats, mut uncounted) = (Counters::default(), 0);
-        let until = Instant::now() + Duration::from_secs(60);
-        let message = next_message(
-            &rx,
-            &spent,
-            &wake,
-            &mut quiet,
-            None,
-            Some(until),
-            Counted {
+        let mut next = |quiet: &mut Quiet, awake_until| {
+            let counted = Counted {
                 stats: &stats,
                 uncounted: &mut uncounted,
-            },
-        );
+            };
+            next_message(&rx, &spent, &wake, quiet, None, Some(awake_until), counted)
+        };
+        let until = Instant::now() + Duration::from_secs(60);
+        let message = next(&mut quiet, until);
         assert!(matches!(message, Some(Message::Expect)));
         assert_eq!(quiet.naps, 0, "the dispatcher napped while a flush was announced");
 
@@ -2094,18 +2090,7 @@ mod tests {
             tx
         });
         let ran_out = Instant::now() - Duration::from_millis(1);
-        let message = next_message(
-            &rx,
-            &spent,
-            &wake,
-            &mut quiet,
-            None,
-            Some(ran_out),
-            Counted {
-                stats: &stats,
-                uncounted: &mut uncounted,
-            },
-        );
+        let message = next(&mut quiet, ran_out);
         assert!(matches!(message, Some(Message::Expect)));
         assert!(quiet.naps > 0, "the dispatcher stayed up past the announcement");
         drop(sender.join().unwrap());
