@@ -307,8 +307,7 @@ impl BusBuilder {
                 held: None,
                 requested_flush_delay: self.requested_flush_delay,
                 awake_until: None,
-                uncounted: 0,
-                count_every: u64::try_from(self.capacity / 4).unwrap_or(u64::MAX).clamp(1, 64),
+                counted: DispatchedCount::new(&dispatcher_stats, self.capacity),
             };
             let quiet = Quiet::new(self.quiet_before_sleep, self.nap);
             dispatch(dispatcher, &dispatcher_wake, quiet);
@@ -368,7 +367,7 @@ fn lower_own_priority(starter: Option<i32>, by: u8) {
 /// events are queued ahead of its own (its `published` ticket less `dispatched`). Reading the
 /// queue's length instead read the channel's head, which the dispatcher writes at every
 /// event, so the head's line too crossed between the cores at every event. So the dispatcher
-/// adds to `dispatched` in steps ([`Dispatcher::count_every`]), and whenever it finds the
+/// adds to `dispatched` in steps ([`DispatchedCount`]), and whenever it finds the
 /// queue empty or answers a flush, when the count is exact. Both together gave the bus
 /// bench's archive row about a tenth more events a second (the eightieth stop).
 #[derive(Default)]
@@ -930,20 +929,44 @@ impl Slot {
     }
 }
 
-/// The dispatcher's count of events delivered and not yet added to [`Counters`], lent to
-/// [`next_message`].
-struct Counted<'a> {
+/// The dispatcher's count of the events it has delivered, added to `dispatched` in steps
+/// (see [`Counters`]).
+struct DispatchedCount<'a> {
     stats: &'a Counters,
-    uncounted: &'a mut u64,
+    /// Events delivered and not yet added.
+    uncounted: u64,
+    /// How many events may go uncounted while the queue holds more: 64, or a quarter of a
+    /// smaller capacity, so that a producer waiting at a small one is not held up.
+    every: u64,
 }
 
-/// Adds the events delivered since the last call to `stats.dispatched` (see [`Counters`]).
-fn count_dispatched(stats: &Counters, uncounted: &mut u64) {
-    if *uncounted > 0 {
-        stats
-            .dispatched
-            .events
-            .fetch_add(std::mem::take(uncounted), Ordering::Relaxed);
+impl<'a> DispatchedCount<'a> {
+    fn new(stats: &'a Counters, capacity: usize) -> Self {
+        let every = u64::try_from(capacity / 4).unwrap_or(u64::MAX).clamp(1, 64);
+        DispatchedCount {
+            stats,
+            uncounted: 0,
+            every,
+        }
+    }
+
+    /// One more event delivered; added with the others once there are `every` of them.
+    fn one_more(&mut self) {
+        self.uncounted += 1;
+        if self.uncounted >= self.every {
+            self.bring_up_to_date();
+        }
+    }
+
+    /// Adds every event delivered so far: the count is exact until the next one.
+    fn bring_up_to_date(&mut self) {
+        if self.uncounted > 0 {
+            let uncounted = std::mem::take(&mut self.uncounted);
+            self.stats
+                .dispatched
+                .events
+                .fetch_add(uncounted, Ordering::Relaxed);
+        }
     }
 }
 
@@ -957,7 +980,7 @@ fn next_message(
     quiet: &mut Quiet,
     due: Option<Instant>,
     awake_until: Option<Instant>,
-    counted: Counted<'_>,
+    counted: &mut DispatchedCount<'_>,
 ) -> Option<Message> {
     loop {
         // The clock is read only where it decides something: with a flush due, or with the
@@ -973,7 +996,7 @@ fn next_message(
             }
             Err(TryRecvError::Disconnected) => return None,
             // Nothing queued: the producers may count on every event delivered.
-            Err(TryRecvError::Empty) => count_dispatched(counted.stats, counted.uncounted),
+            Err(TryRecvError::Empty) => counted.bring_up_to_date(),
         }
         let now = Instant::now();
         if awake_until.is_some_and(|until| now < until) {
@@ -1056,11 +1079,8 @@ struct Dispatcher<'a> {
     requested_flush_delay: Duration,
     /// Until when to stay awake for a flush [`Bus::expect_flush`] announced.
     awake_until: Option<Instant>,
-    /// Events delivered and not yet added to `stats.dispatched`.
-    uncounted: u64,
-    /// How many events may go uncounted while the queue holds more: 64, or a quarter of a
-    /// smaller capacity, so that a producer waiting at a small one is not held up.
-    count_every: u64,
+    /// The events delivered, for the producers (see [`Counters`]).
+    counted: DispatchedCount<'a>,
 }
 
 impl Dispatcher<'_> {
@@ -1073,10 +1093,7 @@ impl Dispatcher<'_> {
                 Ok(())
             });
         }
-        self.uncounted += 1;
-        if self.uncounted >= self.count_every {
-            count_dispatched(self.stats, &mut self.uncounted);
-        }
+        self.counted.one_more();
         self.spent.give_back(event, origin);
     }
 
@@ -1093,7 +1110,7 @@ impl Dispatcher<'_> {
     }
 
     fn finish(&mut self) {
-        count_dispatched(self.stats, &mut self.uncounted);
+        self.counted.bring_up_to_date();
         for slot in &mut self.slots {
             slot.guarded(&mut self.errors, |c| c.finish());
         }
@@ -1131,7 +1148,7 @@ impl Dispatcher<'_> {
             self.due.get_or_insert(now + self.requested_flush_delay);
         }
         self.flush(scope);
-        count_dispatched(self.stats, &mut self.uncounted);
+        self.counted.bring_up_to_date();
         let errors = std::mem::take(&mut self.errors);
         // Every waiter hears of the failures; the first gets the errors themselves.
         let mut waiters = waiters.into_iter();
@@ -1146,12 +1163,9 @@ impl Dispatcher<'_> {
 }
 
 fn dispatch(mut d: Dispatcher<'_>, wake: &Wake, mut quiet: Quiet) {
-    let (spent, stats, requested_flush_delay) = (d.spent, d.stats, d.requested_flush_delay);
+    let (spent, requested_flush_delay) = (d.spent, d.requested_flush_delay);
     while let Some(message) = d.held.take().or_else(|| {
-        let counted = Counted {
-            stats,
-            uncounted: &mut d.uncounted,
-        };
+        let counted = &mut d.counted;
         next_message(&d.rx, spent, wake, &mut quiet, d.due, d.awake_until, counted)
     }) {
         match message {
@@ -2070,13 +2084,10 @@ mod tests {
         // Never quiet for long enough to sleep for good: a message sent late, with no
         // producer's nudge here, is still taken at the next nap's end.
         let mut quiet = Quiet::new(Duration::from_secs(3600), NAP);
-        let (stats, mut uncounted) = (Counters::default(), 0);
+        let stats = Counters::default();
+        let mut counted = DispatchedCount::new(&stats, 16 * 1024);
         let mut next = |quiet: &mut Quiet, awake_until| {
-            let counted = Counted {
-                stats: &stats,
-                uncounted: &mut uncounted,
-            };
-            next_message(&rx, &spent, &wake, quiet, None, Some(awake_until), counted)
+            next_message(&rx, &spent, &wake, quiet, None, Some(awake_until), &mut counted)
         };
         let until = Instant::now() + Duration::from_secs(60);
         let message = next(&mut quiet, until);
