@@ -301,7 +301,7 @@ fn scan(reader: ArchiveReader, scanner: &LeakScanner, forms: bool) -> Result<Vec
 /// the others are audited, and the exit is 2.
 pub(crate) fn run(inputs: &[PathBuf], config: Option<&Path>, search: &Search<'_>) -> Result<(), crate::Exit> {
     let archives = if inputs.is_empty() {
-        let configured = crate::coverage::configuration(config).map_err(crate::Exit::input)?;
+        let configured = crate::inputs::configuration(config).map_err(crate::Exit::input)?;
         let folder = crate::inputs::tests_folder(&configured).map_err(crate::Exit::input)?;
         crate::inputs::archives(&[folder])
     } else {

@@ -20,7 +20,7 @@ pub(crate) fn report(
     output: Option<&Path>,
     fail_on_test_failure: bool,
 ) -> Result<(), Exit> {
-    let configured = configuration(args.config.as_deref()).map_err(Exit::input)?;
+    let configured = inputs::configuration(args.config.as_deref()).map_err(Exit::input)?;
     let archives = archives(inputs, &configured)?;
     let (setup, _) = resolve(args, GateArgs::default(), configured)?;
     let progress = Progress::for_stderr();
@@ -39,7 +39,7 @@ pub(crate) fn coverage(
     output: Option<&Path>,
     fail_on_test_failure: bool,
 ) -> Result<(), Exit> {
-    let configured = configuration(args.config.as_deref()).map_err(Exit::input)?;
+    let configured = inputs::configuration(args.config.as_deref()).map_err(Exit::input)?;
     let archives = archives(inputs, &configured)?;
     let (setup, gates) = resolve(args, gate_args, configured)?;
     let progress = Progress::for_stderr();
@@ -131,30 +131,4 @@ fn resolve(
         exclude: gates.exclude.clone(),
     };
     Ok((setup, gates))
-}
-
-pub(crate) fn configuration(config: Option<&Path>) -> Result<(Configuration, PathBuf), String> {
-    let path = match config {
-        Some(p) => p.to_path_buf(),
-        None => std::env::current_dir().map_err(|e| format!("cannot read the current folder: {e}"))?,
-    };
-    let mut configuration = if path.is_dir() {
-        Configuration::load_files(&path).map_err(|e| e.to_string())?
-    } else if path.exists() {
-        // Whatever is there that is not a folder is read as a file: a named pipe or a device
-        // is refused by name, a file past the limit by its size.
-        Configuration::load_file(&path).map_err(|e| e.to_string())?
-    } else {
-        return Err(format!(
-            "{}: no such configuration file or folder",
-            path.display()
-        ));
-    };
-    configuration.apply_environment(std::env::vars());
-    let dir = if path.is_file() {
-        path.parent().map(Path::to_path_buf).unwrap_or_default()
-    } else {
-        path
-    };
-    Ok((configuration, dir))
 }

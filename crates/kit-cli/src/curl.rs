@@ -43,7 +43,7 @@ pub(crate) fn curl(archive: Option<&Path>, request: &str, config: Option<&Path>)
         }
         Some(folder) => folder.to_owned(),
         None => {
-            let configured = crate::coverage::configuration(config).map_err(Exit::input)?;
+            let configured = crate::inputs::configuration(config).map_err(Exit::input)?;
             crate::inputs::tests_folder(&configured).map_err(Exit::input)?
         }
     };

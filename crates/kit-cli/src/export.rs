@@ -29,7 +29,7 @@ pub(crate) fn export(
     let archive = match archive {
         Some(path) => crate::inputs::archive(path).map_err(Exit::input)?.to_owned(),
         None => {
-            let configured = crate::coverage::configuration(config).map_err(Exit::input)?;
+            let configured = crate::inputs::configuration(config).map_err(Exit::input)?;
             crate::inputs::newest_archive(&configured, "name an archive to export another")
                 .map_err(Exit::input)?
         }

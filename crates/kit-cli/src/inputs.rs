@@ -13,6 +13,35 @@ pub(crate) struct InputError {
     pub(crate) reason: String,
 }
 
+/// The configuration a command reads (`--config`: a `kit.toml`/`kit.json` file, or the folder
+/// holding them; the current folder when none is named), the environment over it, and the
+/// folder it was read from, which relative paths in it (`Kit:Trace:Directory`) start from.
+pub(crate) fn configuration(config: Option<&Path>) -> Result<(Configuration, PathBuf), String> {
+    let path = match config {
+        Some(p) => p.to_path_buf(),
+        None => std::env::current_dir().map_err(|e| format!("cannot read the current folder: {e}"))?,
+    };
+    let mut configuration = if path.is_dir() {
+        Configuration::load_files(&path).map_err(|e| e.to_string())?
+    } else if path.exists() {
+        // Whatever is there that is not a folder is read as a file: a named pipe or a device
+        // is refused by name, a file past the limit by its size.
+        Configuration::load_file(&path).map_err(|e| e.to_string())?
+    } else {
+        return Err(format!(
+            "{}: no such configuration file or folder",
+            path.display()
+        ));
+    };
+    configuration.apply_environment(std::env::vars());
+    let dir = if path.is_file() {
+        path.parent().map(Path::to_path_buf).unwrap_or_default()
+    } else {
+        path
+    };
+    Ok((configuration, dir))
+}
+
 /// The archives named by `paths`: files as given, folders by their `*.kittrace` files (not
 /// recursively), each once, in the order given (a folder's in name order).
 pub(crate) fn archives(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
