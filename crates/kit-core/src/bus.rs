@@ -301,7 +301,6 @@ impl BusBuilder {
                 rx,
                 spent: &dispatcher_spent,
                 slots,
-                stats: &dispatcher_stats,
                 errors: Vec::new(),
                 due: None,
                 held: None,
@@ -929,8 +928,8 @@ impl Slot {
     }
 }
 
-/// The dispatcher's count of the events it has delivered, added to `dispatched` in steps
-/// (see [`Counters`]).
+/// What the dispatcher counts for the producers: the events it has delivered, added to
+/// `dispatched` in steps (see [`Counters`]), and the announcements it has taken up.
 struct DispatchedCount<'a> {
     stats: &'a Counters,
     /// Events delivered and not yet added.
@@ -956,6 +955,11 @@ impl<'a> DispatchedCount<'a> {
         if self.uncounted >= self.every {
             self.bring_up_to_date();
         }
+    }
+
+    /// One more announcement ([`Bus::expect_flush`]) taken up: one a test, so counted at once.
+    fn announced(&self) {
+        self.stats.dispatched.announced.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Adds every event delivered so far: the count is exact until the next one.
@@ -1069,7 +1073,6 @@ struct Dispatcher<'a> {
     rx: Receiver<Message>,
     spent: &'a Spent,
     slots: Vec<Slot>,
-    stats: &'a Counters,
     /// Errors held until the next flush or shutdown reports them.
     errors: Vec<CollectorError>,
     /// When the oldest requested flush not yet covered by a flush must happen.
@@ -1183,7 +1186,7 @@ fn dispatch(mut d: Dispatcher<'_>, wake: &Wake, mut quiet: Quiet) {
                 d.group_commit(reply, Scope::Ended);
             }
             Message::Expect => {
-                d.stats.dispatched.announced.fetch_add(1, Ordering::Relaxed);
+                d.counted.announced();
                 d.awake_until = Some(Instant::now() + EXPECT_AWAKE);
             }
             // Without a waiter, the errors wait for the next flush.
