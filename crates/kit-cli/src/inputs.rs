@@ -33,7 +33,7 @@ pub(crate) fn configuration(config: Option<&Path>) -> Result<(Configuration, Pat
             path.display()
         ));
     };
-    configuration.apply_environment(std::env::vars());
+    configuration.apply_process_environment();
     let dir = if path.is_file() {
         path.parent().map(Path::to_path_buf).unwrap_or_default()
     } else {

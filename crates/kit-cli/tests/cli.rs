@@ -166,6 +166,43 @@ fn a_report_lists_outcomes_and_endpoints() {
     );
 }
 
+/// An environment variable that is not Unicode, anywhere in the environment, is passed over:
+/// the configuration is still read from the environment around it, and no command panics at
+/// it (`std::env::vars` would).
+#[cfg(unix)]
+#[test]
+fn an_environment_variable_that_is_not_unicode_is_passed_over() {
+    use std::os::unix::ffi::OsStrExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("elsewhere");
+    std::fs::create_dir(&results).unwrap();
+    archive(&results, "odd-env", &[("t1", 200, TestOutcome::Passed)]);
+    let not_unicode = std::ffi::OsStr::from_bytes(b"caf\xe9");
+    for command in ["report", "coverage", "audit"] {
+        let output = Command::new(env!("CARGO_BIN_EXE_kit-cli"))
+            .arg(command)
+            .current_dir(dir.path())
+            .env_remove("KIT_RESULTS_DIR")
+            .env("Kit__Trace__Directory", &results)
+            .env("KIT_TEST_LATIN1", not_unicode)
+            .env(not_unicode, "a name that is not Unicode")
+            .output()
+            .unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{command}: {}{}",
+            stdout(&output),
+            stderr(&output)
+        );
+        if command == "report" {
+            // The folder came from the environment, read around the odd variables.
+            assert!(stdout(&output).contains("t1"), "{}", stdout(&output));
+        }
+    }
+}
+
 /// Named no archive, `report` and `coverage` read the folder the tests write to, found as the
 /// runner finds it: `KIT_RESULTS_DIR`, else `Kit:Trace:Directory`, else `TestResults`, relative
 /// to the configuration's folder.

@@ -179,9 +179,7 @@ impl Configuration {
     /// environment variables.
     pub fn load(dir: &Path) -> Result<Self, ConfigError> {
         let mut config = Self::load_files(dir)?;
-        config.apply_environment(
-            std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))),
-        );
+        config.apply_process_environment();
         Ok(config)
     }
 
@@ -310,6 +308,22 @@ impl Configuration {
             let key = name.split("__").collect::<Vec<_>>().join(":");
             self.set_from(key, value.as_ref(), &format!("environment variable {name}"));
         }
+    }
+
+    /// [`apply_environment`](Self::apply_environment) with this process's environment. A
+    /// variable whose name or value is not Unicode is passed over: it cannot be read as a key
+    /// or a value, and `std::env::vars`, which would panic at it, is not used.
+    ///
+    /// ```
+    /// use kit_core::Configuration;
+    ///
+    /// let mut config = Configuration::new();
+    /// config.apply_process_environment();
+    /// ```
+    pub fn apply_process_environment(&mut self) {
+        self.apply_environment(
+            std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))),
+        );
     }
 
     /// Sets `key` to `value` (set by code).
