@@ -70,7 +70,7 @@ fn init(manifest_dir: &Path) -> Result<Runtime, String> {
         let mut options = WriterOptions::default();
         // 0 stores the events uncompressed: at 32 requests in flight that gave the kit 0.04
         // more of raw reqwest's throughput, and a test of one request 9–26 µs, for archives
-        // several times larger (docs/performance.md).
+        // several times larger (docs/performance-details.md).
         if let Some(UpTo(level)) = configuration
             .get_parsed::<UpTo<9>>("Kit:Trace:CompressionLevel", "a deflate level, 0–9")
             .map_err(|e| e.to_string())?
