@@ -56,7 +56,8 @@
 //! `KIT_BENCH_REQUESTS`, `KIT_BENCH_PAGES`, `KIT_BENCH_PER_TEST` (a value that is not a number
 //! stops the bench with its name). To see what the kit's
 //! pipeline costs: `KIT_BENCH_VARIANT=bare` (no archive, collectors or attachments),
-//! `no-attachments` or `no-archive` (everything else on); `KIT_BENCH_LEVEL` sets the archive's
+//! `no-attachments` or `no-archive` (everything else on), `no-expected-shapes` or
+//! `no-responses` (one kind of attachment off); `KIT_BENCH_LEVEL` sets the archive's
 //! deflate level (default 1, the writer's), `KIT_BENCH_NICENESS` how far below the
 //! tests the dispatcher runs (default 5, the bus's; 0 level with them). To give the item handler work, as an
 //! API under test has: `KIT_BENCH_HANDLER_WAIT_MS` (waits, as on a database, ended on time by a
@@ -613,13 +614,18 @@ fn kit(url: &str) -> Kit {
         "bare" => "bare",
         "no-attachments" => "no-attachments",
         "no-archive" => "no-archive",
+        "no-expected-shapes" => "no-expected-shapes",
+        "no-responses" => "no-responses",
         other => panic!(
-            "KIT_BENCH_VARIANT={other:?}: expected `bare`, `no-attachments` or `no-archive` (or unset, for everything on)"
+            "KIT_BENCH_VARIANT={other:?}: expected `bare`, `no-attachments`, `no-archive`, `no-expected-shapes` or `no-responses` (or unset, for everything on)"
         ),
     };
     let bare = variant == "bare";
     let attachments = !bare && variant != "no-attachments";
     let archived = !bare && variant != "no-archive";
+    // The two kinds of attachment a request of the bench makes, for splitting their cost.
+    let expected_shapes = variant != "no-expected-shapes";
+    let responses = variant != "no-responses";
     let mut builder = KitBuilder::new(Configuration::new());
     if !bare {
         builder.add_collector(OpenApiCoverageCollector::from_spec(&spec).unwrap());
@@ -627,7 +633,10 @@ fn kit(url: &str) -> Kit {
     builder.add_application("bench", |app| {
         app.add_rest(|rest| {
             if attachments {
-                rest.capture_attachments(|_| {});
+                rest.capture_attachments(move |options| {
+                    options.capture_expected_shapes = expected_shapes;
+                    options.capture_responses = responses;
+                });
             }
             let client = rest.add_client().base_url(url);
             if !bare {
